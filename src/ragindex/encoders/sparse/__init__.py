@@ -1,0 +1,1 @@
+"""ragindex.encoders.sparse layer."""

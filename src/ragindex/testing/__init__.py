@@ -1,0 +1,1 @@
+"""ragindex.testing layer."""

@@ -1,0 +1,140 @@
+"""Frozen value objects shared by every layer (no heavy imports here)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class PageSpan:
+    """A page of a paginated source: ``page`` (1-based) starts at character ``start`` of the document text."""
+
+    page: int
+    start: int
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """What a loader returns: the text of one logical document and its metadata.
+
+    A file usually yields one document; a records file (json/jsonl) yields one per record,
+    each with its own ``source_uri`` (``<file>#<record id>``).
+    """
+
+    source_uri: str
+    text: str
+    parser: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    pages: tuple[PageSpan, ...] = ()
+    title: str | None = None
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkDraft:
+    """What a chunker returns: one piece of a document, positioned in it.
+
+    Lines are 1-based and inclusive; ``page`` is set for paginated sources.
+    """
+
+    index: int
+    text: str
+    start_char: int
+    end_char: int
+    start_line: int
+    end_line: int
+    page: int | None = None
+    section: str | None = None
+    token_count: int | None = None
+    chunk_type: str = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class SparseVector:
+    """A sparse vector with strictly increasing indices."""
+
+    indices: tuple[int, ...]
+    values: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.indices) != len(self.values):
+            raise ValueError("sparse vector indices and values differ in length")
+
+
+class VectorKind(StrEnum):
+    """The index copies a chunk can have; each has its own status column."""
+
+    DENSE = "dense"
+    BM25 = "bm25"
+    SPARSE = "sparse"
+
+
+class SearchMode(StrEnum):
+    """Retrieval modes."""
+
+    DENSE = "dense"
+    BM25 = "bm25"
+    SPARSE = "sparse"
+    HYBRID = "hybrid"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceScore:
+    """A hit's score and 1-based rank in one source list (dense, bm25, sparse)."""
+
+    score: float
+    rank: int
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result, backfilled from the truth store (never a REMOVED chunk)."""
+
+    rank: int
+    chunk_id: str
+    doc_id: int
+    set_id: int
+    score: float
+    source: str
+    filename: str
+    text: str
+    page: int | None
+    section: str | None
+    start_line: int | None
+    end_line: int | None
+    scores: Mapping[str, SourceScore]
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form used by ``ragindex search --json`` and the HTTP API."""
+        return {
+            "rank": self.rank,
+            "chunk_id": self.chunk_id,
+            "doc_id": self.doc_id,
+            "set_id": self.set_id,
+            "score": self.score,
+            "source": self.source,
+            "filename": self.filename,
+            "page": self.page,
+            "section": self.section,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "text": self.text,
+            "scores": {k: {"score": v.score, "rank": v.rank} for k, v in self.scores.items()},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """Hits in rank order plus the latency of each phase in milliseconds."""
+
+    hits: tuple[Hit, ...]
+    latency_ms: Mapping[str, float]
+    mode: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form used by ``ragindex search --json`` and the HTTP API."""
+        return {"mode": self.mode, "hits": [h.to_dict() for h in self.hits], "latency_ms": dict(self.latency_ms)}
