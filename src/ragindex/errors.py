@@ -31,7 +31,11 @@ class RagindexError(Exception):
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable description (error class, message, context)."""
-        return {"error": type(self).__name__, "message": self.message, **({"context": self.context} if self.context else {})}
+        return {
+            "error": type(self).__name__,
+            "message": self.message,
+            **({"context": self.context} if self.context else {}),
+        }
 
 
 class InputError(RagindexError):

@@ -103,7 +103,9 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _check(self) -> Settings:
         if self.chunk_overlap >= self.chunk_size:
-            raise ValueError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})")
+            raise ValueError(
+                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
+            )
         if self.chunk_token_overlap >= self.chunk_tokens:
             raise ValueError("chunk_token_overlap must be smaller than chunk_tokens")
         if self.index_backend == "qdrant" and not (self.qdrant_url or self.qdrant_path):

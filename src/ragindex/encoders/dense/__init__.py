@@ -1,1 +1,1 @@
-"""ragindex.encoders.dense layer."""
+"""Dense encoders."""

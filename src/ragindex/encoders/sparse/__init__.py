@@ -1,1 +1,1 @@
-"""ragindex.encoders.sparse layer."""
+"""Sparse encoders."""

@@ -1,0 +1,85 @@
+"""ragindex: documents to a hybrid search index that stays correct as the documents change.
+
+The public API is re-exported lazily so that ``import ragindex`` stays cheap (no torch,
+no Qdrant, no SQLAlchemy until something is used).
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "Engine": "ragindex.engine",
+    "Settings": "ragindex.config.settings",
+    "Document": "ragindex.types",
+    "ChunkDraft": "ragindex.types",
+    "Hit": "ragindex.types",
+    "SearchResult": "ragindex.types",
+    "SourceScore": "ragindex.types",
+    "SearchMode": "ragindex.types",
+    "RagindexError": "ragindex.errors",
+    "InputError": "ragindex.errors",
+    "ValidationError": "ragindex.errors",
+    "ConfigurationError": "ragindex.errors",
+    "BackendError": "ragindex.errors",
+    "EncodingError": "ragindex.errors",
+    "IntegrityError": "ragindex.errors",
+    "NotFoundError": "ragindex.errors",
+    "RetrievalError": "ragindex.errors",
+    "RetrievalConfigurationError": "ragindex.errors",
+    "RetrievalBackendError": "ragindex.errors",
+    "RetrievalEncodingError": "ragindex.errors",
+}
+
+__all__ = [
+    "__version__",
+    "Engine",
+    "Settings",
+    "Document",
+    "ChunkDraft",
+    "Hit",
+    "SearchResult",
+    "SourceScore",
+    "SearchMode",
+    "RagindexError",
+    "InputError",
+    "ValidationError",
+    "ConfigurationError",
+    "BackendError",
+    "EncodingError",
+    "IntegrityError",
+    "NotFoundError",
+    "RetrievalError",
+    "RetrievalConfigurationError",
+    "RetrievalBackendError",
+    "RetrievalEncodingError",
+]
+
+if TYPE_CHECKING:
+    from ragindex.config.settings import Settings
+    from ragindex.engine import Engine
+    from ragindex.errors import (
+        BackendError,
+        ConfigurationError,
+        EncodingError,
+        InputError,
+        IntegrityError,
+        NotFoundError,
+        RagindexError,
+        RetrievalBackendError,
+        RetrievalConfigurationError,
+        RetrievalEncodingError,
+        RetrievalError,
+        ValidationError,
+    )
+    from ragindex.types import ChunkDraft, Document, Hit, SearchMode, SearchResult, SourceScore
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ragindex' has no attribute {name!r}")
+    return getattr(import_module(module), name)

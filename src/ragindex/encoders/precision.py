@@ -1,0 +1,28 @@
+"""Encoder precision: float32, or bfloat16 autocast where the CPU computes bf16 natively."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+_NATIVE_BF16_FLAGS = ("amx_bf16", "avx512_bf16")
+
+
+@cache
+def cpu_has_native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    """Whether the CPU advertises native bf16 arithmetic (AMX or AVX-512 BF16); on others bf16 is slower."""
+    try:
+        flags = cpuinfo.read_text(errors="replace")
+    except OSError:
+        return False
+    words = set(flags.split())
+    return any(flag in words for flag in _NATIVE_BF16_FLAGS)
+
+
+def resolve_precision(setting: str, device: str = "cpu") -> str:
+    """Turn the ``dense_precision`` setting into ``float32`` or ``bfloat16`` for ``device``."""
+    if setting != "auto":
+        return setting
+    if device.startswith("cuda"):
+        return "bfloat16"
+    return "bfloat16" if device == "cpu" and cpu_has_native_bf16() else "float32"

@@ -1,0 +1,134 @@
+"""The vector index seam: rebuildable index copies of the truth store's chunks.
+
+Two backends implement it: Qdrant Edge (embedded, one shard directory per bucket) and a
+Qdrant server through qdrant-client. A logical *collection* spans ``bucket_count``
+physical collections/shards named ``{collection}_{bucket}`` (seed section 3.4); point
+id = chunk_id; payload = {chunk_id, user_id, set_id, doc_id}; vectors: ``dense``
+(cosine), ``bm25`` (sparse, IDF modifier), ``sparse`` (BGE-M3 lexical weights).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from ragindex.types import SparseVector
+
+DENSE = "dense"
+BM25 = "bm25"
+SPARSE = "sparse"
+
+
+@dataclass(frozen=True, slots=True)
+class DensePoint:
+    """A point written by the dense stage (the write replaces the whole point)."""
+
+    chunk_id: str
+    user_id: int
+    set_id: int
+    doc_id: int
+    vector: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class TenantFilter:
+    """Every query is scoped to one tenant and set, optionally to some documents."""
+
+    user_id: int
+    set_id: int
+    doc_ids: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VectorQuery:
+    """One source query: a dense vector for ``dense``, a sparse vector for ``bm25``/``sparse``."""
+
+    using: str
+    dense: np.ndarray | None = None
+    sparse: SparseVector | None = None
+
+
+ScoredIds = list[tuple[str, float]]
+
+
+class VectorIndex(Protocol):
+    """Index copies, addressed by (collection, bucket).
+
+    Errors: backend failures raise :class:`ragindex.errors.IndexBackendError`; a second
+    process opening an embedded shard raises :class:`ragindex.errors.IndexLockedError`.
+    A missing collection is "no data": searches return ``[]`` (with a warning log).
+    """
+
+    backend: str
+
+    def upsert_dense(self, collection: str, bucket: int, points: Sequence[DensePoint]) -> None:
+        """Create the bucket's collection if needed, then write points (whole-point replace)."""
+        ...
+
+    def update_sparse(self, collection: str, bucket: int, name: str, vectors: Mapping[str, SparseVector]) -> None:
+        """Set the sparse vector ``name`` of existing points without touching their dense vector or payload."""
+        ...
+
+    def delete_points(self, collection: str, bucket: int, chunk_ids: Sequence[str]) -> None:
+        """Delete points by id; unknown ids and a missing collection are not errors (idempotent)."""
+        ...
+
+    def set_payload(self, collection: str, bucket: int, chunk_id: str, payload: Mapping[str, object]) -> None:
+        """Merge ``payload`` into one point's payload."""
+        ...
+
+    def search(
+        self,
+        collection: str,
+        bucket: int,
+        query: VectorQuery,
+        tenant: TenantFilter,
+        *,
+        limit: int,
+        score_threshold: float | None = None,
+    ) -> ScoredIds:
+        """(chunk_id, score) best first, restricted to the tenant filter."""
+        ...
+
+    def fused_search(
+        self,
+        collection: str,
+        bucket: int,
+        queries: Sequence[VectorQuery],
+        tenant: TenantFilter,
+        *,
+        limit: int,
+        candidates: int,
+        fusion: str,
+        rrf_k: int = 60,
+        weights: Sequence[float] | None = None,
+    ) -> ScoredIds:
+        """Backend-native fusion (``rrf`` or ``dbsf``) of several source queries (Qdrant prefetch + fusion)."""
+        ...
+
+    def vectors_present(self, collection: str, bucket: int) -> dict[str, frozenset[str]]:
+        """Every point id of the bucket with the names of the vectors it holds (verification, repair)."""
+        ...
+
+    def count(self, collection: str, bucket: int) -> int:
+        """Exact number of points in the bucket (0 if it does not exist)."""
+        ...
+
+    def has_bucket(self, collection: str, bucket: int) -> bool:
+        """Whether the bucket's collection exists."""
+        ...
+
+    def drop_collection(self, collection: str, bucket_count: int) -> None:
+        """Delete every bucket of a logical collection."""
+        ...
+
+    def optimize(self, collection: str, bucket: int) -> bool:
+        """Build/merge the ANN index of a bucket (blocking); True if work was done."""
+        ...
+
+    def close(self) -> None:
+        """Flush and release everything (locks, connections)."""
+        ...

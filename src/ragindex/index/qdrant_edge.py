@@ -1,0 +1,338 @@
+"""The embedded index: Qdrant Edge (``qdrant-edge-py``), one shard directory per bucket.
+
+Facts that shape this module (``shared/research/qdrant-edge.md``): one ``EdgeShard`` per
+directory (a WAL lock), so one process owns the index and a second opener gets an
+:class:`IndexLockedError` naming the owner; every call holds the GIL; upsert replaces the
+whole point, so sparse stages use ``update_vectors``; ids come back as ``uuid.UUID``;
+payload indexes must exist before filtering is fast; never disable the WAL.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ragindex.errors import IndexBackendError, IndexLockedError, ValidationError
+from ragindex.index.protocol import BM25, DENSE, SPARSE, DensePoint, ScoredIds, TenantFilter, VectorQuery
+from ragindex.index.routing import physical_name
+from ragindex.types import SparseVector
+
+log = logging.getLogger(__name__)
+
+_OWNER_FILE = "owner.json"
+_PAYLOAD_INDEXES = ("user_id", "set_id", "doc_id")
+_SCROLL_PAGE = 2048
+
+
+class QdrantEdgeIndex:
+    """Qdrant Edge shards under ``root`` (``<data_dir>/index``), opened lazily and kept open.
+
+    Args:
+        root: Directory holding one sub-directory per bucket shard.
+    """
+
+    backend = "edge"
+
+    def __init__(self, root: Path) -> None:
+        import qdrant_edge  # heavy native module: imported only when the embedded index is used
+
+        self._q = qdrant_edge
+        self.root = root
+        self._shards: dict[str, Any] = {}
+        self._lock = threading.RLock()
+        self._owner_written = False
+
+    # ------------------------------------------------------------------ shard lifecycle
+    def _path(self, collection: str, bucket: int) -> Path:
+        return self.root / physical_name(collection, bucket)
+
+    def has_bucket(self, collection: str, bucket: int) -> bool:
+        """Whether the bucket's shard exists on disk."""
+        name = physical_name(collection, bucket)
+        return name in self._shards or (self.root / name / "edge_config.json").exists()
+
+    def _shard(self, collection: str, bucket: int, *, create_dim: int | None = None) -> Any | None:
+        name = physical_name(collection, bucket)
+        with self._lock:
+            shard = self._shards.get(name)
+            if shard is not None:
+                return shard
+            path = self.root / name
+            exists = (path / "edge_config.json").exists()
+            if not exists and create_dim is None:
+                return None
+            self._claim_ownership()
+            q = self._q
+            try:
+                if exists:
+                    shard = q.EdgeShard.load(str(path))
+                else:
+                    path.mkdir(parents=True, exist_ok=True)
+                    shard = q.EdgeShard.create(str(path), self._config(create_dim or 0))
+                    for field in _PAYLOAD_INDEXES:
+                        params = q.IntegerIndexParams(lookup=True, range=False, is_principal=field == "user_id")
+                        shard.update(q.UpdateOperation.create_field_index(field, params))
+            except Exception as exc:
+                if "WouldBlock" in str(exc):
+                    raise IndexLockedError(self._owner_message(path), path=str(path)) from exc
+                raise IndexBackendError(f"cannot open Edge shard {path}: {exc}", backend="edge") from exc
+            self._shards[name] = shard
+            return shard
+
+    def _config(self, dim: int) -> Any:
+        q = self._q
+        return q.EdgeConfig(
+            vectors={DENSE: q.EdgeVectorParams(size=dim, distance=q.Distance.Cosine)},
+            sparse_vectors={
+                BM25: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf),
+                SPARSE: q.EdgeSparseVectorParams(),
+            },
+            max_search_threads=1,  # many shards in one process on 2 cores: one search thread each
+        )
+
+    def _claim_ownership(self) -> None:
+        if self._owner_written:
+            return
+        self.root.mkdir(parents=True, exist_ok=True)
+        owner = {
+            "pid": os.getpid(),
+            "command": " ".join(sys.argv)[:300],
+            "since": time.strftime("%FT%TZ", time.gmtime()),
+        }
+        (self.root / _OWNER_FILE).write_text(json.dumps(owner))
+        self._owner_written = True
+
+    def _owner_message(self, path: Path) -> str:
+        owner = ""
+        try:
+            info = json.loads((self.root / _OWNER_FILE).read_text())
+            owner = f" by process {info['pid']} ({info['command']!r}, since {info['since']})"
+        except (OSError, ValueError, KeyError):
+            pass
+        return (
+            f"the embedded index at {path} is open{owner}; Qdrant Edge allows one owner process. "
+            "Stop that process, or send requests to it (e.g. the running `ragindex serve`), "
+            "or use a Qdrant server (RAGINDEX_INDEX_BACKEND=qdrant) for several processes."
+        )
+
+    @contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except (IndexLockedError, IndexBackendError, ValidationError):
+            raise
+        except Exception as exc:  # qdrant_edge raises plain Exception for everything
+            raise IndexBackendError(f"Qdrant Edge {what} failed: {exc}", backend="edge") from exc
+
+    def close(self) -> None:
+        """Flush and close every open shard, and release ownership."""
+        with self._lock:
+            for shard in self._shards.values():
+                try:
+                    shard.close()
+                except Exception as exc:  # closing must go on for the other shards
+                    log.warning("closing an Edge shard failed: %s", exc)
+            self._shards.clear()
+            if self._owner_written:
+                try:
+                    info = json.loads((self.root / _OWNER_FILE).read_text())
+                    if info.get("pid") == os.getpid():
+                        (self.root / _OWNER_FILE).unlink()
+                except (OSError, ValueError):
+                    pass
+                self._owner_written = False
+
+    def flush(self) -> None:
+        """Persist every open shard (a durability point and a fast reopen)."""
+        with self._lock, self._errors("flush"):
+            for shard in self._shards.values():
+                shard.flush()
+
+    # ------------------------------------------------------------------ writes
+    def upsert_dense(self, collection: str, bucket: int, points: Sequence[DensePoint]) -> None:
+        """Write whole points (dense vector + payload), creating the shard on first write."""
+        if not points:
+            return
+        q = self._q
+        shard = self._shard(collection, bucket, create_dim=int(points[0].vector.shape[0]))
+        assert shard is not None  # created on demand above
+        batch = [
+            q.Point(
+                id=p.chunk_id,
+                vector={DENSE: p.vector.tolist()},
+                payload={"chunk_id": p.chunk_id, "user_id": p.user_id, "set_id": p.set_id, "doc_id": p.doc_id},
+            )
+            for p in points
+        ]
+        with self._errors("upsert"):
+            shard.update(q.UpdateOperation.upsert_points(batch))
+
+    def update_sparse(self, collection: str, bucket: int, name: str, vectors: Mapping[str, SparseVector]) -> None:
+        """Partial vector update: set sparse vector ``name`` on existing points only."""
+        if not vectors:
+            return
+        q = self._q
+        shard = self._shard(collection, bucket)
+        if shard is None:
+            raise IndexBackendError(
+                f"bucket {bucket} of collection {collection!r} does not exist; run `ragindex repair`", backend="edge"
+            )
+        batch = [
+            q.PointVectors(id=cid, vector={name: q.SparseVector(list(v.indices), list(v.values))})
+            for cid, v in vectors.items()
+        ]
+        with self._errors(f"{name} vector update"):
+            shard.update(q.UpdateOperation.update_vectors(batch))
+
+    def delete_points(self, collection: str, bucket: int, chunk_ids: Sequence[str]) -> None:
+        """Delete points by id (idempotent)."""
+        shard = self._shard(collection, bucket)
+        if shard is None or not chunk_ids:
+            return
+        with self._errors("delete"):
+            shard.update(self._q.UpdateOperation.delete_points(list(chunk_ids)))
+
+    def set_payload(self, collection: str, bucket: int, chunk_id: str, payload: Mapping[str, object]) -> None:
+        """Merge payload keys into one point."""
+        shard = self._shard(collection, bucket)
+        if shard is None:
+            return
+        with self._errors("set_payload"):
+            shard.update(self._q.UpdateOperation.set_payload([chunk_id], dict(payload)))
+
+    # ------------------------------------------------------------------ reads
+    def _filter(self, tenant: TenantFilter) -> Any:
+        q = self._q
+        must = [
+            q.FieldCondition("user_id", match=q.MatchValue(tenant.user_id)),
+            q.FieldCondition("set_id", match=q.MatchValue(tenant.set_id)),
+        ]
+        if tenant.doc_ids:
+            must.append(q.FieldCondition("doc_id", match=q.MatchAny(list(tenant.doc_ids))))
+        return q.Filter(must=must)
+
+    def _query_vector(self, query: VectorQuery) -> Any:
+        if query.dense is not None:
+            return query.dense.tolist()
+        if query.sparse is not None:
+            return self._q.SparseVector(list(query.sparse.indices), list(query.sparse.values))
+        raise ValidationError("query", "a vector query needs a dense or a sparse vector")
+
+    def search(
+        self,
+        collection: str,
+        bucket: int,
+        query: VectorQuery,
+        tenant: TenantFilter,
+        *,
+        limit: int,
+        score_threshold: float | None = None,
+    ) -> ScoredIds:
+        """Nearest points for one source, restricted to the tenant."""
+        shard = self._shard(collection, bucket)
+        if shard is None:
+            log.warning("collection %s bucket %s does not exist: no hits", collection, bucket)
+            return []
+        q = self._q
+        request = q.QueryRequest(
+            limit=limit,
+            query=q.Query.Nearest(self._query_vector(query), using=query.using),
+            filter=self._filter(tenant),
+            score_threshold=score_threshold,
+            with_payload=False,
+            with_vector=False,
+        )
+        with self._errors("query"):
+            points = shard.query(request)
+        return [(str(p.id), float(p.score)) for p in points]
+
+    def fused_search(
+        self,
+        collection: str,
+        bucket: int,
+        queries: Sequence[VectorQuery],
+        tenant: TenantFilter,
+        *,
+        limit: int,
+        candidates: int,
+        fusion: str,
+        rrf_k: int = 60,
+        weights: Sequence[float] | None = None,
+    ) -> ScoredIds:
+        """Qdrant's own prefetch + fusion (RRF with k and weights, or DBSF)."""
+        shard = self._shard(collection, bucket)
+        if shard is None:
+            log.warning("collection %s bucket %s does not exist: no hits", collection, bucket)
+            return []
+        q = self._q
+        if fusion == "rrf":
+            fusion_query = q.Fusion.Rrf(k=rrf_k, weights=list(weights) if weights else None)
+        elif fusion == "dbsf":
+            fusion_query = q.Fusion.Dbsf()
+        else:
+            raise ValidationError("fusion", f"Qdrant fuses only rrf and dbsf, not {fusion!r}")
+        prefetches = [
+            q.Prefetch(limit=candidates, query=q.Query.Nearest(self._query_vector(vq), using=vq.using))
+            for vq in queries
+        ]
+        request = q.QueryRequest(
+            limit=limit, prefetches=prefetches, query=fusion_query, filter=self._filter(tenant), with_payload=False
+        )
+        with self._errors("fused query"):
+            points = shard.query(request)
+        return [(str(p.id), float(p.score)) for p in points]
+
+    def vectors_present(self, collection: str, bucket: int) -> dict[str, frozenset[str]]:
+        """Every point id of a bucket with the names of the vectors it holds."""
+        shard = self._shard(collection, bucket)
+        out: dict[str, frozenset[str]] = {}
+        if shard is None:
+            return out
+        q = self._q
+        offset = None
+        with self._errors("scroll"):
+            while True:
+                page, offset = shard.scroll(
+                    q.ScrollRequest(offset=offset, limit=_SCROLL_PAGE, with_payload=False, with_vector=[BM25, SPARSE])
+                )
+                for record in page:
+                    names = {DENSE} | set((record.vector or {}).keys())
+                    out[str(record.id)] = frozenset(names)
+                if offset is None:
+                    break
+        return out
+
+    def count(self, collection: str, bucket: int) -> int:
+        """Exact point count of a bucket."""
+        shard = self._shard(collection, bucket)
+        if shard is None:
+            return 0
+        with self._errors("count"):
+            return int(shard.count(self._q.CountRequest(exact=True)))
+
+    def optimize(self, collection: str, bucket: int) -> bool:
+        """Build the HNSW index of a bucket (blocking; holds the GIL for its whole duration)."""
+        shard = self._shard(collection, bucket)
+        if shard is None:
+            return False
+        with self._errors("optimize"):
+            return bool(shard.optimize())
+
+    def drop_collection(self, collection: str, bucket_count: int) -> None:
+        """Close and delete every bucket shard of a collection."""
+        with self._lock:
+            for bucket in range(bucket_count):
+                name = physical_name(collection, bucket)
+                shard = self._shards.pop(name, None)
+                if shard is not None:
+                    shard.close()
+                shutil.rmtree(self.root / name, ignore_errors=True)

@@ -1,0 +1,142 @@
+"""Rows the truth store hands to the layers above (plain frozen dataclasses, no SQLAlchemy types)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class NewDocument:
+    """A document about to be recorded (or re-recorded) by an ingest."""
+
+    user_id: int
+    set_id: int
+    source_uri: str
+    file_uri: str
+    file_hash: str
+    content_hash: str
+    filename: str
+    size: int
+    parser: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentRow:
+    """A document of the truth store."""
+
+    doc_id: int
+    user_id: int
+    set_id: int
+    source_uri: str
+    file_uri: str
+    file_hash: str
+    content_hash: str
+    filename: str
+    size: int
+    parser: str
+    lifecycle_status: str
+    status: str
+    error: str | None
+    chunk_count: int
+    metadata: Mapping[str, Any]
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRow:
+    """A chunk of the truth store with its per-kind index statuses."""
+
+    chunk_id: str
+    doc_id: int
+    user_id: int
+    set_id: int
+    bucket_id: int
+    chunk_index: int
+    content: str
+    content_hash: str
+    start_line: int | None
+    end_line: int | None
+    page: int | None
+    section: str | None
+    token_count: int | None
+    lifecycle_status: str
+    dense_status: str | None
+    bm25_status: str | None
+    sparse_status: str | None
+    attempts: int
+    last_error: str | None
+    metadata: Mapping[str, Any]
+
+    def status_of(self, kind: str) -> str | None:
+        """The status column of vector kind ``kind`` (dense, bm25, sparse)."""
+        return {"dense": self.dense_status, "bm25": self.bm25_status, "sparse": self.sparse_status}[kind]
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkView:
+    """A chunk joined with its document, as retrieval backfill needs it."""
+
+    chunk: ChunkRow
+    source_uri: str
+    filename: str
+    doc_metadata: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkDiff:
+    """Outcome of replacing a document's chunks: which chunk ids were kept, added and removed."""
+
+    kept: tuple[str, ...]
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """Chunks this worker owns for one vector kind, and the token that proves it."""
+
+    kind: str
+    token: str
+    chunk_ids: tuple[str, ...]
+    requested: int
+
+    @property
+    def complete(self) -> bool:
+        """Whether every requested chunk was claimed (a mismatch means another worker or a stale filter)."""
+        return len(self.chunk_ids) == self.requested
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    """A pipeline run of one document."""
+
+    run_id: int
+    doc_id: int
+    job_id: str | None
+    status: str
+    stages: Mapping[str, str]
+    durations_ms: Mapping[str, float | None]
+    failed_stage: str | None
+    recover_from_stage: str | None
+    chunk_count: int
+    error: str | None
+    started_at: datetime
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexMeta:
+    """What built a collection: the dense model fingerprint, sparse model, bm25 and chunker configs."""
+
+    collection: str
+    backend: str
+    state: str
+    dense_fingerprint: str
+    dense_dim: int | None
+    sparse_model: str | None
+    bm25_config: Mapping[str, Any] | None
+    chunker_config: Mapping[str, Any] | None

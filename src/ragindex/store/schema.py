@@ -1,0 +1,156 @@
+"""Tables of the SQL truth store (SQLAlchemy Core; portable across SQLite, MySQL/MariaDB and PostgreSQL).
+
+Long strings that must be unique are indexed through a sha256 key column, because
+MySQL cannot index long VARCHARs; timestamps are UTC.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    DateTime,
+    Float,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects import mysql
+
+metadata = MetaData()
+
+# MySQL's TEXT holds 64 KiB; chunks and vectors can exceed it.
+LongText = Text().with_variant(mysql.LONGTEXT(), "mysql", "mariadb")
+LongBlob = LargeBinary().with_variant(mysql.LONGBLOB(), "mysql", "mariadb")
+Id = BigInteger().with_variant(Integer(), "sqlite")  # SQLite autoincrements only INTEGER PRIMARY KEY
+
+schema_migrations = Table(
+    "schema_migrations",
+    metadata,
+    Column("name", String(128), primary_key=True),
+    Column("applied_at", DateTime, nullable=False),
+)
+
+documents = Table(
+    "documents",
+    metadata,
+    Column("doc_id", Id, primary_key=True, autoincrement=True),
+    Column("user_id", BigInteger, nullable=False),
+    Column("set_id", BigInteger, nullable=False),
+    Column("source_uri", Text, nullable=False),
+    Column("source_key", String(64), nullable=False),
+    Column("file_uri", Text, nullable=False),
+    Column("file_key", String(64), nullable=False),
+    Column("file_hash", String(64), nullable=False),
+    Column("content_hash", String(64), nullable=False),
+    Column("filename", String(512), nullable=False),
+    Column("size", BigInteger, nullable=False, default=0),
+    Column("parser", String(32), nullable=False),
+    Column("lifecycle_status", String(16), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("error", Text),
+    Column("chunk_count", Integer, nullable=False, default=0),
+    Column("metadata", JSON),
+    Column("created_at", DateTime, nullable=False),
+    Column("updated_at", DateTime, nullable=False),
+    UniqueConstraint("user_id", "set_id", "source_key", name="uq_documents_source"),
+    Index("ix_documents_file", "user_id", "set_id", "file_key"),
+    Index("ix_documents_tenant", "user_id", "set_id", "lifecycle_status"),
+)
+
+chunks = Table(
+    "chunks",
+    metadata,
+    Column("chunk_id", String(36), primary_key=True),
+    Column("doc_id", BigInteger, nullable=False),
+    Column("user_id", BigInteger, nullable=False),
+    Column("set_id", BigInteger, nullable=False),
+    Column("bucket_id", Integer, nullable=False),
+    Column("chunk_index", Integer, nullable=False),
+    Column("chunk_type", String(32), nullable=False),
+    Column("content", LongText, nullable=False),
+    Column("content_hash", String(64), nullable=False),
+    Column("token_count", Integer),
+    Column("start_line", Integer),
+    Column("end_line", Integer),
+    Column("page", Integer),
+    Column("section", Text),
+    Column("metadata", JSON),
+    Column("dense_status", String(16)),
+    Column("bm25_status", String(16)),
+    Column("sparse_status", String(16)),
+    Column("lifecycle_status", String(16), nullable=False),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("last_error", Text),
+    Column("claimed_at", DateTime),
+    Column("dense_claim", String(32)),
+    Column("bm25_claim", String(32)),
+    Column("sparse_claim", String(32)),
+    Column("purged_at", DateTime),
+    Column("created_at", DateTime, nullable=False),
+    Column("updated_at", DateTime, nullable=False),
+    Index("ix_chunks_doc", "doc_id", "lifecycle_status"),
+    Index("ix_chunks_tenant", "user_id", "set_id"),
+    Index("ix_chunks_dense", "dense_status", "lifecycle_status"),
+    Index("ix_chunks_bm25", "bm25_status", "lifecycle_status"),
+    Index("ix_chunks_sparse", "sparse_status", "lifecycle_status"),
+    Index("ix_chunks_bucket", "bucket_id", "lifecycle_status"),
+)
+
+pipeline_runs = Table(
+    "pipeline_runs",
+    metadata,
+    Column("run_id", Id, primary_key=True, autoincrement=True),
+    Column("doc_id", BigInteger, nullable=False),
+    Column("job_id", String(64)),
+    Column("status", String(16), nullable=False),
+    Column("chunking_status", String(16), nullable=False),
+    Column("dense_status", String(16), nullable=False),
+    Column("bm25_status", String(16), nullable=False),
+    Column("sparse_status", String(16), nullable=False),
+    Column("failed_stage", String(16)),
+    Column("recover_from_stage", String(16)),
+    Column("chunk_count", Integer, nullable=False, default=0),
+    Column("chunking_ms", Float),
+    Column("dense_ms", Float),
+    Column("bm25_ms", Float),
+    Column("sparse_ms", Float),
+    Column("total_ms", Float),
+    Column("error", Text),
+    Column("started_at", DateTime, nullable=False),
+    Column("finished_at", DateTime),
+    Index("ix_runs_doc", "doc_id"),
+    Index("ix_runs_job", "job_id"),
+    Index("ix_runs_status", "status"),
+)
+
+embedding_cache = Table(
+    "embedding_cache",
+    metadata,
+    Column("model_key", String(255), primary_key=True),
+    Column("content_hash", String(64), primary_key=True),
+    Column("dim", Integer, nullable=False),
+    Column("vector", LongBlob, nullable=False),
+    Column("created_at", DateTime, nullable=False),
+)
+
+index_meta = Table(
+    "index_meta",
+    metadata,
+    Column("collection", String(128), primary_key=True),
+    Column("backend", String(32), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("dense_fingerprint", String(512), nullable=False),
+    Column("dense_dim", Integer),
+    Column("sparse_model", String(512)),
+    Column("bm25_config", JSON),
+    Column("chunker_config", JSON),
+    Column("created_at", DateTime, nullable=False),
+    Column("updated_at", DateTime, nullable=False),
+)
