@@ -1,0 +1,195 @@
+"""Record files (``.json``, ``.jsonl``, ``.ndjson``): one document per record, BEIR ``corpus.jsonl`` style."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ragindex.errors import DocumentLoadError
+from ragindex.loaders._decode import decode_text
+from ragindex.types import Document
+
+_LINE_SUFFIXES = (".jsonl", ".ndjson")
+_MAX_LISTED_IDS = 5
+
+
+class RecordsLoader:
+    """Loads json/jsonl records, e.g. ``{"_id": "4983", "title": "...", "text": "...", "metadata": {}}``.
+
+    A ``.json`` file holds one object or a list of objects; a ``.jsonl``/``.ndjson`` file holds one
+    object per non-blank line. Each record becomes a document with ``source_uri`` ``<path>#<record id>``,
+    where the record id is ``str(record[id_field])`` or, without that field, the record's 0-based position.
+    Ids must be unique within a file. Records without any non-empty text field are skipped with a warning
+    (on the first returned document); a file where no record has text is an error.
+
+    Args:
+        text_fields: Fields joined by a blank line to form the text (non-string values are JSON-encoded).
+        id_field: The field holding the record id.
+        metadata_fields: Fields kept as metadata; empty keeps every field that is not a text field.
+            ``record_id`` is always added.
+    """
+
+    name: str = "records"
+    suffixes: tuple[str, ...] = (".json", *_LINE_SUFFIXES)
+
+    def __init__(
+        self,
+        text_fields: Sequence[str] = ("title", "text"),
+        id_field: str = "_id",
+        metadata_fields: Sequence[str] = (),
+    ) -> None:
+        if not text_fields:
+            raise ValueError("text_fields must name at least one field")
+        self.text_fields = tuple(text_fields)
+        self.id_field = id_field
+        self.metadata_fields = tuple(metadata_fields)
+
+    def load(self, path: Path, data: bytes) -> list[Document]:
+        """Parse ``data`` into one document per record.
+
+        Args:
+            path: The (absolute, resolved) path of the file.
+            data: The bytes of the file.
+
+        Returns:
+            The documents of the records that have text, in file order. A file holding no
+            records at all (blank, or ``[]``) gives one document with empty text.
+
+        Raises:
+            DocumentLoadError: Invalid JSON (with the line number), a record that is not an object,
+                a duplicate or non-scalar record id, or no record with any of the text fields.
+        """
+        text, notes = decode_text(data)
+        warnings = list(notes)
+        lines = path.suffix.lower() in _LINE_SUFFIXES
+        records = list(_json_lines(path, text)) if lines else _json_document(path, text)
+        if not records:
+            return [Document(source_uri=str(path), text="", parser=self.name, warnings=(*warnings, "no records"))]
+
+        documents: list[Document] = []
+        seen: dict[str, str] = {}
+        skipped: list[str] = []
+        for position, (where, record) in enumerate(records):
+            record_id = self._record_id(path, where, record, position)
+            if record_id in seen:
+                raise DocumentLoadError(
+                    f"{path.name}: duplicate record id {record_id!r} ({seen[record_id]} and {where}); "
+                    f"record ids (field {self.id_field!r}, else the position) must be unique in a file",
+                    path=str(path),
+                    record_id=record_id,
+                )
+            seen[record_id] = where
+            body = self._text(record)
+            if not body:
+                skipped.append(record_id)
+                continue
+            documents.append(
+                Document(
+                    source_uri=f"{path}#{record_id}",
+                    text=body,
+                    parser=self.name,
+                    metadata={**self._metadata(record), "record_id": record_id},
+                    title=_title(record),
+                )
+            )
+        if not documents:
+            raise DocumentLoadError(
+                f"{path.name}: no record has any of the text fields {list(self.text_fields)}; "
+                "set RAGINDEX_JSON_TEXT_FIELDS to the fields that hold the text",
+                path=str(path),
+            )
+        if skipped:
+            listed = ", ".join(repr(i) for i in skipped[:_MAX_LISTED_IDS])
+            more = f" and {len(skipped) - _MAX_LISTED_IDS} more" if len(skipped) > _MAX_LISTED_IDS else ""
+            warnings.append(
+                f"{len(skipped)} record(s) skipped without any non-empty text field "
+                f"{list(self.text_fields)}: {listed}{more}"
+            )
+        if warnings:
+            documents[0] = replace(documents[0], warnings=tuple(warnings))
+        return documents
+
+    def _record_id(self, path: Path, where: str, record: dict[str, Any], position: int) -> str:
+        value = record.get(self.id_field)
+        if value is None or value == "":
+            return str(position)
+        if isinstance(value, (dict, list)):
+            raise DocumentLoadError(
+                f"{path.name}: {where}: record id field {self.id_field!r} must be a string or a number",
+                path=str(path),
+            )
+        return str(value)
+
+    def _text(self, record: dict[str, Any]) -> str:
+        parts: list[str] = []
+        for field in self.text_fields:
+            value = record.get(field)
+            if value is None or value in ("", [], {}):
+                continue
+            part = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            if part.strip():
+                parts.append(part.strip())
+        return "\n\n".join(parts)
+
+    def _metadata(self, record: dict[str, Any]) -> dict[str, Any]:
+        if self.metadata_fields:
+            return {key: record[key] for key in self.metadata_fields if key in record}
+        return {key: value for key, value in record.items() if key not in self.text_fields}
+
+
+def _title(record: dict[str, Any]) -> str | None:
+    title = record.get("title")
+    if isinstance(title, str) and title.strip():
+        return title.strip()
+    return None
+
+
+def _json_lines(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DocumentLoadError(
+                f"{path.name}: line {number}: invalid JSON ({exc.msg} at column {exc.colno})",
+                path=str(path),
+                line=number,
+            ) from exc
+        if not isinstance(value, dict):
+            raise DocumentLoadError(
+                f"{path.name}: line {number}: expected a JSON object, got {type(value).__name__}",
+                path=str(path),
+                line=number,
+            )
+        yield f"line {number}", value
+
+
+def _json_document(path: Path, text: str) -> list[tuple[str, dict[str, Any]]]:
+    if not text.strip():
+        return []
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DocumentLoadError(
+            f"{path.name}: invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
+            path=str(path),
+            line=exc.lineno,
+        ) from exc
+    if isinstance(value, dict):
+        return [("record 0", value)]
+    if not isinstance(value, list):
+        raise DocumentLoadError(
+            f"{path.name}: expected a JSON object or a list of objects, got {type(value).__name__}", path=str(path)
+        )
+    records: list[tuple[str, dict[str, Any]]] = []
+    for position, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise DocumentLoadError(
+                f"{path.name}: item {position} is {type(item).__name__}, expected a JSON object", path=str(path)
+            )
+        records.append((f"item {position}", item))
+    return records

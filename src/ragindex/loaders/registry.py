@@ -1,0 +1,102 @@
+"""Picks the loader for a file by its suffix."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ragindex.errors import UnsupportedFormatError
+from ragindex.loaders.docx import DocxLoader
+from ragindex.loaders.html import HtmlLoader
+from ragindex.loaders.markdown import MarkdownLoader
+from ragindex.loaders.pdf import PdfLoader
+from ragindex.loaders.protocol import Loader
+from ragindex.loaders.records import RecordsLoader
+from ragindex.loaders.text import TextLoader
+
+if TYPE_CHECKING:
+    from ragindex.config.settings import Settings
+
+
+class LoaderRegistry:
+    """Maps lower-cased file suffixes to loaders: text, markdown, pdf, html, docx and json/jsonl records.
+
+    Args:
+        text_fields: Record fields that form a record's text (see :class:`RecordsLoader`).
+        id_field: Record field holding the record id.
+        metadata_fields: Record fields kept as metadata (empty: every non-text field).
+        extra: Further loaders; a suffix they claim replaces the built-in loader for it.
+    """
+
+    def __init__(
+        self,
+        text_fields: Sequence[str] = ("title", "text"),
+        id_field: str = "_id",
+        metadata_fields: Sequence[str] = (),
+        extra: Iterable[Loader] = (),
+    ) -> None:
+        self._by_suffix: dict[str, Loader] = {}
+        builtin: list[Loader] = [
+            TextLoader(),
+            MarkdownLoader(),
+            PdfLoader(),
+            HtmlLoader(),
+            DocxLoader(),
+            RecordsLoader(text_fields=text_fields, id_field=id_field, metadata_fields=metadata_fields),
+        ]
+        for loader in (*builtin, *extra):
+            self.register(loader)
+
+    def register(self, loader: Loader) -> None:
+        """Route every suffix of ``loader`` to it (replacing any loader registered for that suffix)."""
+        for suffix in loader.suffixes:
+            self._by_suffix[suffix.lower()] = loader
+
+    @property
+    def supported_suffixes(self) -> tuple[str, ...]:
+        """The suffixes with a loader, sorted (``.docx``, ``.htm``, ...)."""
+        return tuple(sorted(self._by_suffix))
+
+    def supports(self, path: Path) -> bool:
+        """Whether a loader handles ``path`` (by its lower-cased suffix)."""
+        return path.suffix.lower() in self._by_suffix
+
+    def for_path(self, path: Path) -> Loader:
+        """The loader for ``path``, chosen by its lower-cased suffix.
+
+        Args:
+            path: The file to load.
+
+        Returns:
+            The loader registered for the suffix.
+
+        Raises:
+            UnsupportedFormatError: No loader handles the suffix; the message lists the supported ones.
+        """
+        suffix = path.suffix.lower()
+        loader = self._by_suffix.get(suffix)
+        if loader is None:
+            what = f"suffix {suffix!r}" if suffix else "no suffix"
+            raise UnsupportedFormatError(
+                f"{path.name}: {what} has no loader; supported: {', '.join(self.supported_suffixes)}",
+                path=str(path),
+                suffix=suffix or None,
+            )
+        return loader
+
+
+def build_registry(settings: Settings) -> LoaderRegistry:
+    """The registry configured by ``settings`` (``json_text_fields``, ``json_id_field``, ``json_metadata_fields``).
+
+    Args:
+        settings: The validated ragindex settings.
+
+    Returns:
+        A registry with every built-in loader.
+    """
+    return LoaderRegistry(
+        text_fields=settings.json_text_fields,
+        id_field=settings.json_id_field,
+        metadata_fields=settings.json_metadata_fields,
+    )

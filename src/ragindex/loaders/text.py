@@ -1,0 +1,28 @@
+"""Plain text files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragindex.loaders._decode import decode_text
+from ragindex.types import Document
+
+
+class TextLoader:
+    """Loads ``.txt``/``.text`` files as UTF-8 text; undecodable bytes become U+FFFD plus a warning."""
+
+    name: str = "text"
+    suffixes: tuple[str, ...] = (".txt", ".text")
+
+    def load(self, path: Path, data: bytes) -> list[Document]:
+        """Decode ``data`` into one document whose ``source_uri`` is ``str(path)``.
+
+        Args:
+            path: The (absolute, resolved) path of the file.
+            data: The bytes of the file.
+
+        Returns:
+            A single document; its text is empty when the file holds only whitespace.
+        """
+        text, warnings = decode_text(data)
+        return [Document(source_uri=str(path), text=text, parser=self.name, warnings=warnings)]
