@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 from ragindex.types import ChunkDraft, Document
 
@@ -21,6 +22,19 @@ class Tokenizer(Protocol):
 
     def offsets(self, text: str) -> list[tuple[int, int]]:
         """Character span of every token of ``text`` (without special tokens), in order."""
+        ...
+
+
+@runtime_checkable
+class BatchTokenizer(Tokenizer, Protocol):
+    """A :class:`Tokenizer` that also tokenizes many texts in one call (used when present)."""
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        """Token counts of ``texts`` (without special tokens), in order."""
+        ...
+
+    def offsets_many(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
+        """Token offsets of each of ``texts`` (without special tokens), in order."""
         ...
 
 

@@ -1,0 +1,83 @@
+"""Chunker selection by name (``Settings.chunker``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ragindex.chunking.fixed import FixedChunker
+from ragindex.chunking.protocol import Chunker, Tokenizer
+from ragindex.chunking.recursive import RecursiveChunker
+from ragindex.chunking.structure import StructureChunker
+from ragindex.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from ragindex.config.settings import Settings
+
+CHUNKER_NAMES: tuple[str, ...] = ("fixed", "recursive", "structure")
+
+
+def build_chunker(
+    name: str,
+    *,
+    chunk_size: int = 512,
+    chunk_overlap: int = 64,
+    chunk_tokens: int = 480,
+    chunk_token_overlap: int = 0,
+    tokenizer_factory: Callable[[], Tokenizer] | None = None,
+) -> Chunker:
+    """The chunker called ``name``.
+
+    Args:
+        name: ``fixed``, ``recursive`` or ``structure``.
+        chunk_size: Characters per chunk (``fixed``, ``recursive``).
+        chunk_overlap: Character overlap (``fixed``, ``recursive``).
+        chunk_tokens: Tokens per chunk (``structure``; capped at the encoder's maximum).
+        chunk_token_overlap: Token overlap when ``structure`` must split a section.
+        tokenizer_factory: Returns the dense model's tokenizer; called only for ``structure``.
+
+    Returns:
+        The chunker.
+
+    Raises:
+        ConfigurationError: Unknown name, invalid sizes, or ``structure`` without a tokenizer.
+    """
+    if name == "fixed":
+        return FixedChunker(chunk_size, chunk_overlap)
+    if name == "recursive":
+        return RecursiveChunker(chunk_size, chunk_overlap)
+    if name == "structure":
+        if tokenizer_factory is None:
+            raise ConfigurationError("the structure chunker needs the dense model's tokenizer (tokenizer_factory)")
+        return StructureChunker(tokenizer_factory(), chunk_tokens, chunk_token_overlap)
+    raise ConfigurationError(
+        f"unknown chunker {name!r}; valid chunkers: {', '.join(CHUNKER_NAMES)}", field="chunker", value=name
+    )
+
+
+def chunker_from_settings(settings: Settings) -> Chunker:
+    """The chunker ``settings`` select; ``structure`` uses the tokenizer of ``settings.dense_model``.
+
+    Args:
+        settings: Validated settings.
+
+    Returns:
+        The chunker.
+
+    Raises:
+        ConfigurationError: As :func:`build_chunker`, or the dense model's tokenizer is not available locally.
+    """
+
+    def tokenizer() -> Tokenizer:
+        from ragindex.chunking.tokens import tokenizer_for_model
+
+        return tokenizer_for_model(settings.dense_model)
+
+    return build_chunker(
+        settings.chunker,
+        chunk_size=settings.chunk_size,
+        chunk_overlap=settings.chunk_overlap,
+        chunk_tokens=settings.chunk_tokens,
+        chunk_token_overlap=settings.chunk_token_overlap,
+        tokenizer_factory=tokenizer,
+    )

@@ -1,0 +1,78 @@
+"""Markdown ATX headings (``#`` .. ``######`` at line start, outside code fences), found once per document."""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import dataclass
+
+# One pass over the candidate lines only: an ATX heading or a code fence (``` / ~~~).
+_CANDIDATE = re.compile(
+    r"^ {0,3}(?:(?P<marks>#{1,6})[ \t]+(?P<title>[^\n]*?)(?:[ \t]+#+)?[ \t\r]*$|(?P<fence>`{3,}|~{3,}))",
+    re.MULTILINE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Heading:
+    """One heading: its line starts at character ``start``; ``level`` is the number of ``#``."""
+
+    start: int
+    level: int
+    title: str
+
+
+class Headings:
+    """The headings of one text in document order, with an O(log n) lookup of the heading above an offset.
+
+    Args:
+        text: The document text (markdown or plain; plain text usually has no headings).
+    """
+
+    __slots__ = ("_starts", "items")
+
+    def __init__(self, text: str) -> None:
+        self.items: tuple[Heading, ...] = tuple(find_headings(text))
+        self._starts = [h.start for h in self.items]
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def section_at(self, offset: int) -> str | None:
+        """Title of the last heading whose line starts at or before ``offset``, else ``None``.
+
+        Args:
+            offset: A character offset into the text.
+
+        Returns:
+            The heading title without the ``#`` markers, or ``None`` before the first heading.
+        """
+        i = bisect_right(self._starts, offset) - 1
+        return self.items[i].title if i >= 0 else None
+
+
+def find_headings(text: str) -> list[Heading]:
+    """Every ATX heading of ``text`` outside fenced code blocks.
+
+    Args:
+        text: Markdown source.
+
+    Returns:
+        Headings in document order; empty titles (a bare ``#``) are skipped.
+    """
+    headings: list[Heading] = []
+    fence: str | None = None
+    for match in _CANDIDATE.finditer(text):
+        marker = match.group("fence")
+        if marker is not None:
+            if fence is None:
+                fence = marker
+            elif marker[0] == fence[0] and len(marker) >= len(fence):
+                fence = None
+            continue
+        if fence is not None:
+            continue
+        title = match.group("title").strip()
+        if title:
+            headings.append(Heading(start=match.start(), level=len(match.group("marks")), title=title))
+    return headings
