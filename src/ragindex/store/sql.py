@@ -119,24 +119,64 @@ class SqlTruthStore:
         except SQLAlchemyError as exc:
             raise StoreError(f"truth store operation failed: {exc}", backend=self.dialect) from exc
 
+    @contextmanager
+    def _claim_tx(self) -> Iterator[Connection]:
+        """A transaction for select-then-claim: the rows it selects stay claimable until it commits.
+
+        SQLite takes its write lock up front (``BEGIN IMMEDIATE``, waiting up to the busy timeout), which
+        serialises claimers; MySQL/MariaDB runs it at READ COMMITTED so that ``FOR UPDATE SKIP LOCKED``
+        takes no gap locks (which would block or deadlock the other claimers' index updates).
+        """
+        try:
+            with self.engine.connect() as conn:
+                if self.engine.dialect.name in ("mysql", "mariadb"):
+                    conn.execution_options(isolation_level="READ COMMITTED")
+                with conn.begin():
+                    if self.engine.dialect.name == "sqlite":
+                        conn.exec_driver_sql("BEGIN IMMEDIATE")
+                    yield conn
+        except SQLAlchemyError as exc:
+            raise StoreError(f"truth store operation failed: {exc}", backend=self.dialect) from exc
+
+    def _supports_skip_locked(self) -> bool:
+        dialect = self.engine.dialect
+        version = dialect.server_version_info or ()
+        if dialect.name == "postgresql":
+            return True
+        if dialect.name in ("mysql", "mariadb"):
+            return version >= ((10, 6) if getattr(dialect, "is_mariadb", False) else (8, 0, 1))
+        return False
+
     def close(self) -> None:
         """Release pooled connections."""
         self.engine.dispose()
 
     # ------------------------------------------------------------------ documents
-    def file_hashes(self, user_id: int, set_id: int) -> dict[str, str]:
-        """file_uri -> file_hash of the ACTIVE documents of a set (one query; the no-op check uses it)."""
+    def file_hashes(self, user_id: int, set_id: int) -> dict[str, tuple[str, int]]:
+        """file_uri -> (file hash, documents) of the ACTIVE documents of a set, in one query.
+
+        Every document of a file must carry the same committed hash, else the file counts as
+        changed (hash ""). The no-op check of an ingest is this one query plus hashing the files.
+        """
         with self._tx() as conn:
             rows = conn.execute(
-                select(_DOC.file_uri, _DOC.file_hash, _DOC.status).where(
+                select(_DOC.file_uri, _DOC.file_hash).where(
                     _DOC.user_id == user_id, _DOC.set_id == set_id, _DOC.lifecycle_status == Lifecycle.ACTIVE
                 )
             ).all()
-        hashes: dict[str, str] = {}
-        for file_uri, file_hash, _status in rows:
-            # every document of a file must carry the same committed hash, else the file counts as changed
-            hashes[file_uri] = file_hash if hashes.get(file_uri, file_hash) == file_hash else ""
-        return hashes
+        state: dict[str, tuple[str, int]] = {}
+        for file_uri, file_hash in rows:
+            previous = state.get(file_uri)
+            if previous is None:
+                state[file_uri] = (file_hash, 1)
+            else:
+                state[file_uri] = (file_hash if previous[0] == file_hash else "", previous[1] + 1)
+        return state
+
+    def set_file_hash(self, doc_id: int, file_hash: str) -> None:
+        """Move a document to a new file hash when its file changed but its own content did not."""
+        with self._tx() as conn:
+            conn.execute(update(schema.documents).where(_DOC.doc_id == doc_id).values(file_hash=file_hash))
 
     def documents_of_file(self, user_id: int, set_id: int, file_uri: str) -> list[DocumentRow]:
         """ACTIVE documents that came from ``file_uri`` (one for a plain file, many for a records file)."""
@@ -184,7 +224,14 @@ class SqlTruthStore:
                 return int(existing[0])
             result = conn.execute(
                 insert(schema.documents).values(
-                    user_id=doc.user_id, set_id=doc.set_id, source_key=key, chunk_count=0, created_at=now, **values
+                    user_id=doc.user_id,
+                    set_id=doc.set_id,
+                    source_key=key,
+                    file_hash="",  # no committed hash until replace_chunks: a crash before it means re-parse
+                    content_hash="",
+                    chunk_count=0,
+                    created_at=now,
+                    **values,
                 )
             )
             return _new_id(result.inserted_primary_key)
@@ -417,6 +464,8 @@ class SqlTruthStore:
         *,
         doc_ids: Sequence[int] | None = None,
         chunk_ids: Sequence[str] | None = None,
+        user_id: int | None = None,
+        set_id: int | None = None,
         statuses: Sequence[str] = CLAIMABLE,
         max_attempts: int | None = None,
         limit: int | None = None,
@@ -425,16 +474,15 @@ class SqlTruthStore:
 
         bm25 and sparse copies live on the dense point, so they are only offered once dense is SUCCESS.
         """
-        status = _status_col(kind)
-        cond = [status.in_([str(s) for s in statuses]), _CH.lifecycle_status == Lifecycle.ACTIVE]
-        if kind != "dense":
-            cond.append(_CH.dense_status == IndexStatus.SUCCESS)
-        if max_attempts is not None:
-            cond.append(or_(status == IndexStatus.PENDING, _CH.attempts < max_attempts))
+        cond = _claimable(kind, statuses, max_attempts)
         if doc_ids is not None:
             cond.append(_CH.doc_id.in_(list(doc_ids)))
         if chunk_ids is not None:
             cond.append(_CH.chunk_id.in_(list(chunk_ids)))
+        if user_id is not None:
+            cond.append(_CH.user_id == user_id)
+        if set_id is not None:
+            cond.append(_CH.set_id == set_id)
         query = select(schema.chunks).where(*cond).order_by(_CH.doc_id, _CH.chunk_index)
         if limit is not None:
             query = query.limit(limit)
@@ -449,37 +497,43 @@ class SqlTruthStore:
         replaces the whole point (and with it the bm25/sparse vectors).
         """
         token = uuid.uuid4().hex
-        status = _status_col(kind)
-        values: dict[str, Any] = {status.key: IndexStatus.INDEXING, f"{kind}_claim": token, "claimed_at": utcnow()}
-        if kind == "dense":
-            for other in ("bm25", "sparse"):
-                col = _status_col(other)
-                values[col.key] = case((col.is_(None), None), else_=IndexStatus.PENDING)
-                values[f"{other}_claim"] = None
-        extra = [] if kind == "dense" else [_CH.dense_status == IndexStatus.SUCCESS]
-        claimed: list[str] = []
+        _status_col(kind)  # validate the kind even when chunk_ids is empty
         with self._tx() as conn:
-            for part in _batches(list(chunk_ids)):
-                result = conn.execute(
-                    update(schema.chunks)
-                    .where(
-                        _CH.chunk_id.in_(part),
-                        status.in_([str(s) for s in allowed]),
-                        _CH.lifecycle_status == Lifecycle.ACTIVE,
-                        *extra,
-                    )
-                    .values(**values)
-                )
-                if result.rowcount == len(part):
-                    claimed += part
-                elif result.rowcount:
-                    claimed += [
-                        r[0]
-                        for r in conn.execute(
-                            select(_CH.chunk_id).where(_CH.chunk_id.in_(part), _claim_col(kind) == token)
-                        )
-                    ]
+            claimed = _claim_rows(conn, kind, token, chunk_ids, allowed)
         return Claim(kind=kind, token=token, chunk_ids=tuple(claimed), requested=len(chunk_ids))
+
+    def claim_next(self, kind: str, limit: int, *, max_attempts: int | None = None) -> Claim:
+        """Select up to ``limit`` claimable chunks and claim them in one transaction (a work queue's pop).
+
+        Unlike :meth:`pending_chunks` followed by :meth:`claim`, concurrent workers do not race for
+        the same rows: PostgreSQL and MySQL 8 / MariaDB 10.6+ select with ``FOR UPDATE SKIP LOCKED``
+        (rows another claimer is taking are skipped), SQLite holds its write lock for the whole
+        transaction. The claim is therefore complete (``requested`` is the number selected). Rows come
+        in document order, except on MySQL/MariaDB, where sorting would lock every candidate row.
+
+        An empty claim means that nothing is claimable except rows that concurrent claimers are taking
+        right now (they move to INDEXING when those transactions commit).
+
+        Args:
+            kind: The vector kind (dense, bm25, sparse).
+            limit: Most chunks to claim (>= 1).
+            max_attempts: Skip FAILED chunks that failed this many times (PENDING ones are always taken).
+        """
+        if limit < 1:
+            raise ValidationError("limit", f"must be >= 1, got {limit}")
+        token = uuid.uuid4().hex
+        query = select(_CH.chunk_id).where(*_claimable(kind, CLAIMABLE, max_attempts)).limit(limit)
+        mysql = self.engine.dialect.name in ("mysql", "mariadb")
+        if not mysql:
+            query = query.order_by(_CH.doc_id, _CH.chunk_index)
+        if self._supports_skip_locked():
+            query = query.with_for_update(skip_locked=True)
+        elif mysql:
+            query = query.with_for_update()
+        with self._claim_tx() as conn:
+            ids = [r[0] for r in conn.execute(query)]
+            claimed = _claim_rows(conn, kind, token, ids, CLAIMABLE) if ids else []
+        return Claim(kind=kind, token=token, chunk_ids=tuple(claimed), requested=len(ids))
 
     def mark_success(self, claim: Claim, chunk_ids: Sequence[str] | None = None) -> int:
         """INDEXING -> SUCCESS for chunks still held by ``claim``; return how many moved."""
@@ -859,6 +913,49 @@ class SqlTruthStore:
                     select(func.count()).where(_CH.lifecycle_status == Lifecycle.ACTIVE, or_(*cond))
                 ).scalar_one()
             )
+
+
+def _claimable(kind: str, statuses: Sequence[str], max_attempts: int | None) -> list[Any]:
+    """Conditions of an ACTIVE chunk whose ``kind`` copy may be claimed (bm25/sparse need dense SUCCESS)."""
+    status = _status_col(kind)
+    cond = [status.in_([str(s) for s in statuses]), _CH.lifecycle_status == Lifecycle.ACTIVE]
+    if kind != "dense":
+        cond.append(_CH.dense_status == IndexStatus.SUCCESS)
+    if max_attempts is not None:
+        cond.append(or_(status == IndexStatus.PENDING, _CH.attempts < max_attempts))
+    return cond
+
+
+def _claim_rows(conn: Connection, kind: str, token: str, chunk_ids: Sequence[str], allowed: Sequence[str]) -> list[str]:
+    """The compare-and-set UPDATE of a claim; return the ids that now carry ``token``."""
+    status = _status_col(kind)
+    values: dict[str, Any] = {status.key: IndexStatus.INDEXING, f"{kind}_claim": token, "claimed_at": utcnow()}
+    if kind == "dense":
+        for other in ("bm25", "sparse"):
+            col = _status_col(other)
+            values[col.key] = case((col.is_(None), None), else_=IndexStatus.PENDING)
+            values[f"{other}_claim"] = None
+    extra = [] if kind == "dense" else [_CH.dense_status == IndexStatus.SUCCESS]
+    claimed: list[str] = []
+    for part in _batches(list(chunk_ids)):
+        result = conn.execute(
+            update(schema.chunks)
+            .where(
+                _CH.chunk_id.in_(part),
+                status.in_([str(s) for s in allowed]),
+                _CH.lifecycle_status == Lifecycle.ACTIVE,
+                *extra,
+            )
+            .values(**values)
+        )
+        if result.rowcount == len(part):
+            claimed += part
+        elif result.rowcount:
+            claimed += [
+                r[0]
+                for r in conn.execute(select(_CH.chunk_id).where(_CH.chunk_id.in_(part), _claim_col(kind) == token))
+            ]
+    return claimed
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -1,0 +1,47 @@
+# ragindex: `make run` (demo on the embedded default) and `make test` (ruff, mypy, pytest).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEMO_DIR ?= .ragindex-demo
+QUERY ?= which moon is the largest
+
+.PHONY: install run test lint typecheck pytest bench clean services
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# torch first, pinned: 2.13.0 is the CPU build on local disk; an unpinned torch would pull a multi-GB CUDA build.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[dev,server,mysql,postgres,service,eval]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(BIN)/ragindex --data-dir $(DEMO_DIR) ingest examples
+	$(BIN)/ragindex --data-dir $(DEMO_DIR) search "$(QUERY)" --top-k 5
+
+lint: install
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/ruff format --check src tests bench scripts
+
+typecheck: install
+	$(BIN)/mypy
+
+pytest: install
+	$(BIN)/pytest -q
+
+test: lint typecheck pytest
+
+bench: install
+	$(BIN)/python -m bench.run
+
+services:
+	bash .ci/services.sh
+
+clean:
+	rm -rf $(DEMO_DIR) .pytest_cache .mypy_cache .ruff_cache

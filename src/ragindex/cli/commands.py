@@ -1,0 +1,165 @@
+"""ingest, search, status, verify."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ragindex.cli.app import app, console, emit_json, engine_for, guarded
+from ragindex.cli.render import ingest_table, search_table, status_table, verify_table
+
+UserId = Annotated[int, typer.Option("--user-id", help="Tenant (positive integer).")]
+SetId = Annotated[int, typer.Option("--set-id", help="Document set (positive integer).")]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files and folders to sync.")],
+    user_id: UserId = 1,
+    set_id: SetId = 1,
+    chunker: Annotated[str | None, typer.Option("--chunker", help="fixed, recursive or structure.")] = None,
+    full: Annotated[bool, typer.Option("--full", help="Re-parse and re-chunk every given file.")] = False,
+    keep_missing: Annotated[
+        bool, typer.Option("--keep-missing", help="Keep documents whose files are gone from a synced folder.")
+    ] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Also re-parse documents whose last run failed.")] = False,
+    as_json: Json = False,
+) -> None:
+    """Sync files and folders into a set: unchanged files are skipped, only new chunks are embedded."""
+
+    def body() -> None:
+        with engine_for(chunker=chunker) as engine:
+            if as_json:
+                report = engine.ingest(
+                    paths, user_id=user_id, set_id=set_id, full=full, keep_missing=keep_missing, resume=resume
+                )
+                emit_json(report.to_dict())
+                return
+            with _IngestProgress() as progress:
+                report = engine.ingest(
+                    paths,
+                    user_id=user_id,
+                    set_id=set_id,
+                    full=full,
+                    keep_missing=keep_missing,
+                    resume=resume,
+                    progress=progress.update,
+                )
+            console.print(ingest_table(report))
+        if report.failures:
+            raise typer.Exit(0)
+
+    guarded(body)
+
+
+class _IngestProgress:
+    """A rich progress display fed by the pipeline's progress events (files, chunks, embeddings/s)."""
+
+    def __init__(self) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
+        self.tasks: dict[str, Any] = {}
+        self.started: dict[str, float] = {}
+
+    def __enter__(self) -> _IngestProgress:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(None, None, None)
+
+    def update(self, event: str, data: dict[str, Any]) -> None:
+        if event == "discovered":
+            self.tasks["files"] = self.progress.add_task("files", total=data["files"], rate="")
+        elif event == "file" and "files" in self.tasks:
+            self.progress.advance(self.tasks["files"])
+        elif event == "stage":
+            kind = data["kind"]
+            self.tasks[kind] = self.progress.add_task(f"{kind} chunks", total=data["chunks"], rate="")
+            self.started[kind] = time.perf_counter()
+        elif event == "indexed":
+            kind = data["kind"]
+            task = self.tasks[kind]
+            self.progress.advance(task, data["n"])
+            done = self.progress.tasks[task].completed
+            rate = done / max(time.perf_counter() - self.started[kind], 1e-9)
+            self.progress.update(task, rate=f"{rate:,.0f}/s")
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="The query text.")],
+    user_id: UserId = 1,
+    set_id: SetId = 1,
+    doc_id: Annotated[list[int] | None, typer.Option("--doc-id", help="Restrict to documents (repeatable).")] = None,
+    mode: Annotated[str, typer.Option("--mode", help="dense, bm25, sparse or hybrid.")] = "hybrid",
+    top_k: Annotated[int, typer.Option("--top-k", help="Hits to return.")] = 10,
+    score_threshold: Annotated[float | None, typer.Option("--score-threshold", help="Drop hits below.")] = None,
+    fusion: Annotated[str | None, typer.Option("--fusion", help="rrf, dbsf, combine or boost.")] = None,
+    as_json: Json = False,
+) -> None:
+    """Search a set; hits carry per-source scores and ranks and the latency of each phase."""
+
+    def body() -> None:
+        with engine_for() as engine:
+            result = engine.search(
+                query,
+                user_id=user_id,
+                set_id=set_id,
+                doc_ids=doc_id or None,
+                mode=mode,
+                top_k=top_k,
+                score_threshold=score_threshold,
+                fusion=fusion,
+            )
+        if as_json:
+            emit_json(result.to_dict())
+        else:
+            console.print(search_table(query, result))
+
+    guarded(body)
+
+
+@app.command()
+def status(as_json: Json = False) -> None:
+    """Documents and chunks per status, per set."""
+
+    def body() -> None:
+        with engine_for() as engine:
+            report = engine.status()
+        if as_json:
+            emit_json(report)
+        else:
+            console.print(status_table(report))
+
+    guarded(body)
+
+
+@app.command()
+def verify(as_json: Json = False) -> None:
+    """Compare the truth store with the index per bucket; exit code 1 on any mismatch."""
+
+    def body() -> bool:
+        with engine_for() as engine:
+            report = engine.verify()
+        if as_json:
+            emit_json(report.to_dict())
+        else:
+            console.print(verify_table(report))
+        return report.ok
+
+    if not guarded(body):
+        raise typer.Exit(1)

@@ -1,0 +1,105 @@
+"""Rich renderings of command results (tables for people; --json is for scripts)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+if TYPE_CHECKING:
+    from ragindex.pipeline.sync import IngestReport
+    from ragindex.pipeline.verify import VerifyReport
+    from ragindex.types import SearchResult
+
+
+def ingest_table(report: IngestReport) -> Group:
+    """Documents and chunks of an ingest, failures and notes."""
+    table = Table(title=f"ingest ({report.duration_ms / 1000:.2f} s)", show_header=True)
+    table.add_column("documents")
+    table.add_column("n", justify="right")
+    table.add_column("chunks")
+    table.add_column("n", justify="right")
+    docs = list(report.documents.items())
+    chunks = list(report.chunks.items())
+    for i in range(max(len(docs), len(chunks))):
+        d = docs[i] if i < len(docs) else ("", "")
+        c = chunks[i] if i < len(chunks) else ("", "")
+        table.add_row(d[0], str(d[1]), c[0], str(c[1]))
+    parts: list[Any] = [table]
+    parts += [Text(f"failed: {f['source']}: {f['error']}", style="red") for f in report.failures]
+    parts += [Text(f"note: {note}", style="yellow") for note in report.notes[:20]]
+    return Group(*parts)
+
+
+def search_table(query: str, result: SearchResult) -> Group:
+    """Ranked hits with their source, location, per-source ranks and a text snippet."""
+    table = Table(title=f"{result.mode}: {query}", show_lines=True)
+    for name in ("#", "score", "source", "where", "per source", "text"):
+        table.add_column(name, overflow="fold")
+    for hit in result.hits:
+        where = ", ".join(
+            part
+            for part in (
+                f"p.{hit.page}" if hit.page else "",
+                f"§ {hit.section}" if hit.section else "",
+                f"l.{hit.start_line}-{hit.end_line}" if hit.start_line else "",
+            )
+            if part
+        )
+        per_source = "\n".join(f"{k} #{v.rank} ({v.score:.3f})" for k, v in hit.scores.items())
+        snippet = " ".join(hit.text.split())
+        table.add_row(
+            str(hit.rank),
+            f"{hit.score:.4f}",
+            hit.filename,
+            where,
+            per_source,
+            snippet[:240] + ("…" if len(snippet) > 240 else ""),
+        )
+    latency = "  ".join(f"{k} {v:.1f} ms" for k, v in result.latency_ms.items())
+    footer = Text(f"{len(result.hits)} hits · {latency}", style="dim")
+    return Group(table, footer)
+
+
+def status_table(report: dict[str, Any]) -> Table:
+    """Per set: documents per status and chunks per status of each vector kind."""
+    table = Table(title="status")
+    for name in ("user", "set", "documents", "dense", "bm25", "sparse"):
+        table.add_column(name)
+
+    def fmt(counts: dict[str, int]) -> str:
+        return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "-"
+
+    for entry in report["sets"]:
+        chunks = entry["chunks"]
+        table.add_row(
+            str(entry["user_id"]),
+            str(entry["set_id"]),
+            fmt(entry["documents"]),
+            fmt(chunks["dense"]),
+            fmt(chunks["bm25"]),
+            fmt(chunks["sparse"]),
+        )
+    return table
+
+
+def verify_table(report: VerifyReport) -> Table:
+    """One row per bucket: expected vs present, missing, orphans, unfinished."""
+    table = Table(title=f"verify {report.collection or '(empty)'}: {'OK' if report.ok else 'MISMATCH'}")
+    for name in ("bucket", "expected", "in index", "missing", "orphans", "unfinished", "ok"):
+        table.add_column(name)
+    for b in report.buckets:
+        missing = ", ".join(f"{k} {len(v)}" for k, v in b.missing.items() if v) or "0"
+        unfinished = ", ".join(f"{k} {v}" for k, v in b.unfinished.items() if v) or "0"
+        table.add_row(
+            str(b.bucket),
+            str(b.expected),
+            str(b.present),
+            missing,
+            str(len(b.orphans)),
+            unfinished,
+            "yes" if b.ok else "NO",
+        )
+    return table

@@ -1,0 +1,258 @@
+"""The Engine: the one Python API that the CLI and the HTTP service call.
+
+Backends are built from :class:`~ragindex.config.Settings` by :mod:`ragindex.factory`;
+anything heavy (the index, the dense model, the chunker's tokenizer) is created on first
+use, so a no-op ingest or ``status`` never loads torch.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from ragindex import factory
+from ragindex.config.settings import Settings
+from ragindex.errors import FingerprintMismatchError
+from ragindex.store.records import IndexMeta
+
+if TYPE_CHECKING:
+    from ragindex.chunking.protocol import Chunker
+    from ragindex.encoders.cached import CachedDenseEncoder
+    from ragindex.encoders.protocol import DenseEncoder
+    from ragindex.index.protocol import VectorIndex
+    from ragindex.pipeline.indexer import Indexer
+    from ragindex.pipeline.sync import IngestReport, ProgressFn
+    from ragindex.pipeline.verify import VerifyReport
+    from ragindex.types import SearchResult
+
+log = logging.getLogger(__name__)
+
+
+class Engine:
+    """Ingest, search, verify (and, through :mod:`ragindex.pipeline`, repair) one ragindex deployment.
+
+    Args:
+        settings: Validated settings (default: read from the environment and ``.env``).
+
+    Use as a context manager, or call :meth:`close`: the embedded index is owned by one process.
+    """
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        self.settings = settings or Settings()
+        self.store = factory.build_store(self.settings)
+        self.sparse = factory.build_sparse_encoders(self.settings)
+        self._index: VectorIndex | None = None
+        self._dense: DenseEncoder | None = None
+        self._chunker: Chunker | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Flush and release the index and the store."""
+        if self._index is not None:
+            self._index.close()
+            self._index = None
+        self.store.close()
+
+    # ------------------------------------------------------------------ lazily built parts
+    @property
+    def index(self) -> VectorIndex:
+        """The vector index (opened on first use; Edge shards open per bucket on demand)."""
+        if self._index is None:
+            self._index = factory.build_index(self.settings)
+        return self._index
+
+    @property
+    def dense(self) -> DenseEncoder:
+        """The dense encoder (the model loads on the first encode)."""
+        if self._dense is None:
+            self._dense = factory.build_dense_encoder(self.settings)
+        return self._dense
+
+    @property
+    def chunker(self) -> Chunker:
+        """The configured chunker."""
+        if self._chunker is None:
+            self._chunker = factory.build_chunker(self.settings)
+        return self._chunker
+
+    def read_collection(self) -> str | None:
+        """The collection searches read (the ACTIVE one), checked against the configured models; None if empty."""
+        active = [m for m in self.store.list_index_meta() if m.state == "ACTIVE"]
+        if not active:
+            return None
+        self._check_meta(active[0])
+        return active[0].collection
+
+    def write_collection(self) -> str:
+        """The collection ingests write, created (and recorded as ACTIVE) on the first ingest."""
+        collection = self.read_collection()
+        if collection is not None:
+            return collection
+        name = self.settings.collection_prefix
+        self.store.put_index_meta(self._meta_for(name, state="ACTIVE"))
+        return name
+
+    def _meta_for(self, collection: str, *, state: str, dense: DenseEncoder | None = None) -> IndexMeta:
+        encoder = dense or self.dense
+        bm25 = self.sparse.get("bm25")
+        return IndexMeta(
+            collection=collection,
+            backend=self.settings.index_backend,
+            state=state,
+            dense_fingerprint=encoder.fingerprint,
+            dense_dim=None,
+            sparse_model=None,
+            bm25_config=getattr(bm25, "config", None),
+            chunker_config=None,
+        )
+
+    def _check_meta(self, meta: IndexMeta) -> None:
+        fingerprint = self.dense.fingerprint
+        if meta.dense_fingerprint != fingerprint:
+            raise FingerprintMismatchError(
+                f"collection {meta.collection!r} was built with {meta.dense_fingerprint!r} but the configured dense "
+                f"model is {fingerprint!r}. Set RAGINDEX_DENSE_MODEL back, or build a new collection with "
+                "`ragindex reindex --into NAME` (searches keep using the old one until it is complete).",
+                collection=meta.collection,
+            )
+        bm25 = self.sparse.get("bm25")
+        expected = getattr(bm25, "config", None)
+        if bm25 is not None and meta.bm25_config is not None and dict(meta.bm25_config) != expected:
+            raise FingerprintMismatchError(
+                f"collection {meta.collection!r} has BM25 vectors built with {dict(meta.bm25_config)} but the "
+                f"settings give {expected}; restore the RAGINDEX_BM25_* settings or reindex into a new collection.",
+                collection=meta.collection,
+            )
+
+    def indexer(self, collection: str | None = None) -> Indexer:
+        """Index stages writing to ``collection`` (default: the write collection)."""
+        from ragindex.encoders.cached import CachedDenseEncoder
+        from ragindex.pipeline.indexer import Indexer
+
+        def cached() -> CachedDenseEncoder:
+            return CachedDenseEncoder(self.dense, self.store)
+
+        return Indexer(
+            self.store,
+            self.index,
+            collection or self.write_collection(),
+            cached,
+            self.sparse,
+            batch_size=self.settings.embed_batch_size,
+        )
+
+    # ------------------------------------------------------------------ API
+    def ingest(
+        self,
+        paths: Sequence[str | Path],
+        *,
+        user_id: int = 1,
+        set_id: int = 1,
+        full: bool = False,
+        keep_missing: bool = False,
+        resume: bool = False,
+        job_id: str | None = None,
+        progress: ProgressFn | None = None,
+    ) -> IngestReport:
+        """Sync files and folders into (user_id, set_id); see :class:`ragindex.pipeline.sync.SourceSync`."""
+        from ragindex.pipeline.sync import SourceSync
+        from ragindex.retrieval.search import validate_ids
+
+        validate_ids(user_id=user_id, set_id=set_id)
+        sync = SourceSync(
+            self.store,
+            self.indexer,
+            factory.build_loaders(self.settings),
+            lambda: self.chunker,
+            kinds=("dense", *self.sparse),
+            bucket_count=self.settings.bucket_count,
+            max_file_bytes=self.settings.max_file_bytes,
+            max_attempts=self.settings.max_attempts,
+            progress=progress,
+        )
+        report = sync.run(
+            [Path(p) for p in paths],
+            user_id=user_id,
+            set_id=set_id,
+            full=full,
+            keep_missing=keep_missing,
+            resume=resume,
+            job_id=job_id,
+        )
+        self._maybe_optimize(user_id)
+        return report
+
+    def _maybe_optimize(self, user_id: int) -> None:
+        if self._index is None or self.settings.optimize_min_points <= 0:
+            return
+        from ragindex.index.routing import bucket_of
+
+        collection = self.read_collection()
+        bucket = bucket_of(user_id, self.settings.bucket_count)
+        if collection and self._index.count(collection, bucket) >= self.settings.optimize_min_points:
+            self._index.optimize(collection, bucket)
+
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: int,
+        set_id: int,
+        doc_ids: Sequence[int] | None = None,
+        mode: str = "hybrid",
+        top_k: int | None = None,
+        score_threshold: float | None = None,
+        fusion: str | None = None,
+        candidates: int | None = None,
+    ) -> SearchResult:
+        """Search one tenant's set; every hit is backfilled from the truth store (no ghost hits)."""
+        from ragindex.retrieval.search import Retriever, validate_request
+
+        request = validate_request(
+            query=query,
+            user_id=user_id,
+            set_id=set_id,
+            doc_ids=doc_ids,
+            mode=mode,
+            top_k=top_k if top_k is not None else self.settings.default_top_k,
+            score_threshold=score_threshold,
+            fusion=fusion or self.settings.fusion,
+            candidates=candidates or self.settings.candidates_per_source,
+        )
+        retriever = Retriever(
+            self.store,
+            lambda: self.index,
+            self.read_collection,
+            lambda: self.dense,
+            self.sparse,
+            bucket_count=self.settings.bucket_count,
+            rrf_k=self.settings.rrf_k,
+            rrf_weights=self.settings.rrf_weights,
+        )
+        return retriever.search(request)
+
+    def status(self) -> dict[str, Any]:
+        """Documents and chunks per status, per set, plus the collections."""
+        counts = self.store.status_counts()
+        counts["collections"] = [
+            {"collection": m.collection, "state": m.state, "dense": m.dense_fingerprint}
+            for m in self.store.list_index_meta()
+        ]
+        return counts
+
+    def verify(self) -> VerifyReport:
+        """Compare the truth store with the index, bucket by bucket (read-only)."""
+        from ragindex.pipeline.verify import verify
+
+        return verify(self.store, self.index, self.read_collection(), self.settings.bucket_count, tuple(self.sparse))

@@ -1,0 +1,78 @@
+"""Settings -> concrete backends. The only module that imports concrete store / index / encoder classes."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ragindex.config.settings import Settings
+from ragindex.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from ragindex.chunking.protocol import Chunker
+    from ragindex.encoders.protocol import DenseEncoder, SparseEncoder
+    from ragindex.index.protocol import VectorIndex
+    from ragindex.loaders.registry import LoaderRegistry
+    from ragindex.store.sql import SqlTruthStore
+
+
+def build_store(settings: Settings) -> SqlTruthStore:
+    """The SQL truth store at ``RAGINDEX_DATABASE_URL`` (SQLite under the data dir by default)."""
+    from ragindex.store.sql import SqlTruthStore
+
+    return SqlTruthStore(settings.resolved_database_url)
+
+
+def build_index(settings: Settings) -> VectorIndex:
+    """Qdrant Edge under the data dir, or a Qdrant server / local path through qdrant-client."""
+    if settings.index_backend == "edge":
+        from ragindex.index.qdrant_edge import QdrantEdgeIndex
+
+        return QdrantEdgeIndex(settings.index_dir)
+    if settings.index_backend == "qdrant":
+        try:
+            from ragindex.index.qdrant_server import QdrantServerIndex
+        except ImportError as exc:  # pragma: no cover - depends on the installed extras
+            raise ConfigurationError("the Qdrant server backend needs: pip install 'ragindex[server]'") from exc
+        api_key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
+        return QdrantServerIndex(
+            url=settings.qdrant_url, api_key=api_key, path=settings.qdrant_path, timeout=settings.qdrant_timeout
+        )
+    raise ConfigurationError(f"unknown index backend {settings.index_backend!r}; valid: edge, qdrant")
+
+
+def build_dense_encoder(settings: Settings, model: str | None = None) -> DenseEncoder:
+    """The dense encoder (the model itself loads on first use)."""
+    from ragindex.encoders.dense.sentence_transformers import SentenceTransformerDenseEncoder
+
+    return SentenceTransformerDenseEncoder(
+        model or settings.dense_model,
+        device=settings.dense_device,
+        precision=settings.dense_precision,
+        batch_size=settings.embed_batch_size,
+        offline=settings.hf_offline,
+        threads=settings.torch_threads,
+    )
+
+
+def build_sparse_encoders(settings: Settings) -> dict[str, SparseEncoder]:
+    """Sparse sources by vector name: ``bm25`` when enabled."""
+    encoders: dict[str, SparseEncoder] = {}
+    if settings.bm25_enabled:
+        from ragindex.encoders.sparse.bm25 import Bm25SparseEncoder
+
+        encoders["bm25"] = Bm25SparseEncoder(avg_len=settings.bm25_avg_len, k1=settings.bm25_k1, b=settings.bm25_b)
+    return encoders
+
+
+def build_chunker(settings: Settings) -> Chunker:
+    """The configured chunker (the structure chunker loads the dense model's tokenizer)."""
+    from ragindex.chunking.factory import chunker_from_settings
+
+    return chunker_from_settings(settings)
+
+
+def build_loaders(settings: Settings) -> LoaderRegistry:
+    """The loader registry with the records-loader settings."""
+    from ragindex.loaders.registry import build_registry
+
+    return build_registry(settings)

@@ -1,0 +1,68 @@
+"""Named failpoints at every boundary of the pipeline, for the fault-injection suite.
+
+A failpoint does nothing unless it is armed, either in-process (:func:`arm`) or for a
+subprocess through ``RAGINDEX_FAILPOINTS="dense.after_encode=raise,purge.before_truth=kill"``.
+``raise`` raises :class:`InjectedFault`; ``kill`` sends SIGKILL to the current process,
+which is how the suite proves that a crash at that instruction loses nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+from ragindex.errors import RagindexError
+
+POINTS = (
+    "dense.after_claim",
+    "dense.after_encode",
+    "dense.after_index_write",
+    "bm25.after_claim",
+    "bm25.after_encode",
+    "bm25.after_index_write",
+    "sparse.after_claim",
+    "sparse.after_encode",
+    "sparse.after_index_write",
+    "chunking.after_truth_write",
+    "purge.after_index_delete",
+    "purge.before_index_delete",
+)
+
+_armed: dict[str, str] = {}
+
+
+class InjectedFault(RagindexError):
+    """Raised by an armed failpoint (tests only)."""
+
+
+def _from_env() -> dict[str, str]:
+    spec = os.environ.get("RAGINDEX_FAILPOINTS", "")
+    out: dict[str, str] = {}
+    for item in filter(None, (s.strip() for s in spec.split(","))):
+        name, _, action = item.partition("=")
+        out[name] = action or "raise"
+    return out
+
+
+def arm(name: str, action: str = "raise") -> None:
+    """Arm failpoint ``name`` with ``raise`` or ``kill`` (in this process)."""
+    if name not in POINTS:
+        raise ValueError(f"unknown failpoint {name!r}; valid: {', '.join(POINTS)}")
+    _armed[name] = action
+
+
+def disarm_all() -> None:
+    """Disarm every in-process failpoint."""
+    _armed.clear()
+
+
+def hit(name: str) -> None:
+    """Pass failpoint ``name``: a no-op unless armed."""
+    action = _armed.get(name)
+    if action is None and "RAGINDEX_FAILPOINTS" in os.environ:
+        action = _from_env().get(name)
+    if action is None:
+        return
+    if action == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    raise InjectedFault(f"injected fault at {name}", failpoint=name)

@@ -1,0 +1,215 @@
+"""The index stages: claim chunks in the truth store, encode them, write index copies, confirm.
+
+For every batch: CAS claim (PENDING/FAILED -> INDEXING) -> encode (cache first) -> index
+write -> SUCCESS. A batch whose encoder or index write fails is marked FAILED with the
+error and the other batches go on (seed section 4.1). A crash anywhere leaves INDEXING
+rows that repair releases after the stale timeout; index writes are idempotent upserts
+keyed by chunk_id, so redoing a batch is always safe.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ragindex.encoders.cached import CachedDenseEncoder
+from ragindex.encoders.protocol import SparseEncoder
+from ragindex.errors import RagindexError
+from ragindex.index.protocol import DensePoint, VectorIndex
+from ragindex.pipeline import faults
+from ragindex.store.records import ChunkRow, Claim
+from ragindex.store.sql import SqlTruthStore
+from ragindex.types import SparseVector
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str, int], None]
+
+
+@dataclass
+class StageResult:
+    """Outcome of one index stage (one vector kind) over a set of chunks."""
+
+    kind: str
+    total: int = 0
+    indexed: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    duration_ms: float = 0.0
+    time_by_doc_ms: dict[int, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexingResult:
+    """Seed 4.1's ChunkIndexingResult: what was indexed, what failed, and what repair would do next."""
+
+    total_chunks: int
+    indexed_chunks: int
+    failed_chunk_ids: tuple[str, ...]
+    skipped_chunk_ids: tuple[str, ...]
+    embedding_model: str
+    sparse_model: str | None
+    embedded: int
+    reused: int
+    next_action: str | None
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON form."""
+        return {
+            "total_chunks": self.total_chunks,
+            "indexed_chunks": self.indexed_chunks,
+            "failed_chunk_ids": list(self.failed_chunk_ids),
+            "skipped_chunk_ids": list(self.skipped_chunk_ids),
+            "embedding_model": self.embedding_model,
+            "sparse_model": self.sparse_model,
+            "embedded": self.embedded,
+            "reused": self.reused,
+            "next_action": self.next_action,
+        }
+
+
+class Indexer:
+    """Runs the dense stage and the sparse stages (bm25, learned sparse) over truth-store chunks.
+
+    Args:
+        store: The truth store.
+        index: The vector index.
+        collection: The logical collection written to.
+        dense: The dense encoder behind the embedding cache (created lazily by the caller).
+        sparse: Sparse encoders by vector kind (``bm25``, ``sparse``).
+        batch_size: Chunks per claim / encode / write batch.
+    """
+
+    def __init__(
+        self,
+        store: SqlTruthStore,
+        index: VectorIndex,
+        collection: str,
+        dense: Callable[[], CachedDenseEncoder],
+        sparse: dict[str, SparseEncoder],
+        *,
+        batch_size: int = 64,
+    ) -> None:
+        self.store = store
+        self.index = index
+        self.collection = collection
+        self._dense_factory = dense
+        self.sparse = sparse
+        self.batch_size = batch_size
+        self._dense: CachedDenseEncoder | None = None
+
+    def _encoder(self) -> CachedDenseEncoder:
+        if self._dense is None:
+            self._dense = self._dense_factory()
+        return self._dense
+
+    def dense_counts(self) -> tuple[int, int]:
+        """(vectors computed by the encoder, vectors reused from the cache) since this indexer was built."""
+        if self._dense is None:
+            return 0, 0
+        return self._dense.computed, self._dense.reused
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """Enabled vector kinds, in stage order."""
+        return ("dense", *self.sparse)
+
+    def run(self, kind: str, rows: Sequence[ChunkRow], progress: Progress | None = None) -> StageResult:
+        """Index ``rows`` for ``kind`` batch by batch; failures are recorded, never raised."""
+        result = StageResult(kind=kind, total=len(rows))
+        started = time.perf_counter()
+        for start in range(0, len(rows), self.batch_size):
+            batch = rows[start : start + self.batch_size]
+            t0 = time.perf_counter()
+            self._run_batch(kind, batch, result)
+            spent = (time.perf_counter() - t0) * 1000
+            for row in batch:
+                result.time_by_doc_ms[row.doc_id] = result.time_by_doc_ms.get(row.doc_id, 0.0) + spent / len(batch)
+            if progress:
+                progress(kind, len(batch))
+        result.duration_ms = (time.perf_counter() - started) * 1000
+        return result
+
+    def _run_batch(self, kind: str, batch: Sequence[ChunkRow], result: StageResult) -> None:
+        claim = self.store.claim(kind, [r.chunk_id for r in batch])
+        if not claim.complete:
+            owned = set(claim.chunk_ids)
+            lost = [r.chunk_id for r in batch if r.chunk_id not in owned]
+            result.skipped += lost
+            log.warning(
+                "%s claim took %d of %d chunks (claimed elsewhere or no longer claimable)", kind, len(owned), len(batch)
+            )
+            batch = [r for r in batch if r.chunk_id in owned]
+        if not batch:
+            return
+        try:
+            faults.hit(f"{kind}.after_claim")
+            if kind == "dense":
+                self._write_dense(batch)
+            else:
+                self._write_sparse(kind, batch)
+        except RagindexError as exc:
+            self._fail(claim, batch, result, exc)
+            return
+        except Exception as exc:  # an encoder or client bug must not stop the other batches
+            log.exception("%s batch failed unexpectedly", kind)
+            self._fail(claim, batch, result, exc)
+            return
+        moved = self.store.mark_success(claim)
+        if moved != len(batch):
+            log.warning("%s: %d of %d chunks lost their claim before SUCCESS", kind, len(batch) - moved, len(batch))
+        result.indexed += [r.chunk_id for r in batch]
+
+    def _fail(self, claim: Claim, batch: Sequence[ChunkRow], result: StageResult, exc: Exception) -> None:
+        error = f"{type(exc).__name__}: {exc}"
+        log.warning("%s batch of %d chunks failed: %s", claim.kind, len(batch), error)
+        self.store.mark_failed(claim, [r.chunk_id for r in batch], error)
+        for row in batch:
+            result.failed[row.chunk_id] = error
+
+    def _write_dense(self, batch: Sequence[ChunkRow]) -> None:
+        encoder = self._encoder()
+        vectors = encoder.encode_documents([r.content for r in batch], [r.content_hash for r in batch])
+        faults.hit("dense.after_encode")
+        by_bucket: dict[int, list[DensePoint]] = defaultdict(list)
+        for row, vector in zip(batch, vectors, strict=True):
+            by_bucket[row.bucket_id].append(
+                DensePoint(
+                    chunk_id=row.chunk_id, user_id=row.user_id, set_id=row.set_id, doc_id=row.doc_id, vector=vector
+                )
+            )
+        for bucket, points in by_bucket.items():
+            self.index.upsert_dense(self.collection, bucket, points)
+        faults.hit("dense.after_index_write")
+
+    def _write_sparse(self, kind: str, batch: Sequence[ChunkRow]) -> None:
+        vectors = self.sparse[kind].encode_documents([r.content for r in batch])
+        faults.hit(f"{kind}.after_encode")
+        by_bucket: dict[int, dict[str, SparseVector]] = defaultdict(dict)
+        for row, vector in zip(batch, vectors, strict=True):
+            by_bucket[row.bucket_id][row.chunk_id] = vector
+        for bucket, items in by_bucket.items():
+            self.index.update_sparse(self.collection, bucket, kind, items)
+        faults.hit(f"{kind}.after_index_write")
+
+    def purge(self, rows: Sequence[ChunkRow]) -> tuple[list[str], dict[str, str]]:
+        """Delete the index copies of REMOVED chunks, then record them purged; failures stay for repair."""
+        by_bucket: dict[int, list[str]] = defaultdict(list)
+        for row in rows:
+            by_bucket[row.bucket_id].append(row.chunk_id)
+        purged: list[str] = []
+        failed: dict[str, str] = {}
+        for bucket, ids in by_bucket.items():
+            try:
+                faults.hit("purge.before_index_delete")
+                self.index.delete_points(self.collection, bucket, ids)
+                faults.hit("purge.after_index_delete")
+                self.store.mark_purged(ids)
+                purged += ids
+            except RagindexError as exc:
+                log.warning("purging %d index copies failed (repair will retry): %s", len(ids), exc)
+                failed.update(dict.fromkeys(ids, str(exc)))
+        return purged, failed

@@ -1,0 +1,259 @@
+"""Dense / BM25 / sparse / hybrid search with truth backfill and ghost-hit filtering.
+
+The read path mirrors the write path (seed section 9): validate -> (empty query: no
+encoder, no index call) -> encode the query per source -> search the tenant's bucket ->
+fuse -> backfill every hit from the truth store, dropping any chunk that is not ACTIVE.
+Candidates are over-fetched so that dropped ghosts do not shrink top_k.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ragindex.encoders.protocol import DenseEncoder, SparseEncoder
+from ragindex.errors import (
+    RagindexError,
+    RetrievalBackendError,
+    RetrievalConfigurationError,
+    RetrievalEncodingError,
+    ValidationError,
+)
+from ragindex.index.protocol import TenantFilter, VectorIndex, VectorQuery
+from ragindex.index.routing import bucket_of
+from ragindex.retrieval.fusion import FUSIONS, Fused, fuse
+from ragindex.store.records import ChunkView
+from ragindex.store.sql import SqlTruthStore
+from ragindex.types import Hit, SearchMode, SearchResult, SourceScore
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    """A validated search request."""
+
+    query: str
+    user_id: int
+    set_id: int
+    doc_ids: tuple[int, ...] | None
+    mode: SearchMode
+    top_k: int
+    score_threshold: float | None
+    fusion: str
+    candidates: int
+    rerank: bool = False
+
+
+def validate_ids(**ids: int) -> None:
+    """user_id, set_id (and any other id) must be positive integers."""
+    for name, value in ids.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValidationError(name, f"must be a positive integer, got {value!r}")
+
+
+def validate_request(
+    *,
+    query: str,
+    user_id: int,
+    set_id: int,
+    doc_ids: Sequence[int] | None,
+    mode: str,
+    top_k: int,
+    score_threshold: float | None,
+    fusion: str,
+    candidates: int,
+    rerank: bool = False,
+) -> SearchRequest:
+    """Check every field at the edge; errors name the field (seed section 9.1)."""
+    validate_ids(user_id=user_id, set_id=set_id)
+    if doc_ids is not None:
+        for doc_id in doc_ids:
+            if not isinstance(doc_id, int) or isinstance(doc_id, bool) or doc_id < 1:
+                raise ValidationError("doc_ids", f"must be positive integers, got {doc_id!r}")
+    try:
+        search_mode = SearchMode(mode)
+    except ValueError:
+        valid = ", ".join(m.value for m in SearchMode)
+        raise ValidationError("mode", f"unknown mode {mode!r}; valid: {valid}") from None
+    if not isinstance(top_k, int) or top_k < 1:
+        raise ValidationError("top_k", f"must be >= 1, got {top_k!r}")
+    if candidates < 1:
+        raise ValidationError("candidates", f"must be >= 1, got {candidates!r}")
+    if fusion not in FUSIONS:
+        raise ValidationError("fusion", f"unknown fusion {fusion!r}; valid: {', '.join(sorted(FUSIONS))}")
+    if score_threshold is not None:
+        _check_threshold(score_threshold, search_mode)
+    return SearchRequest(
+        query=query,
+        user_id=user_id,
+        set_id=set_id,
+        doc_ids=tuple(doc_ids) if doc_ids else None,
+        mode=search_mode,
+        top_k=top_k,
+        score_threshold=score_threshold,
+        fusion=fusion,
+        candidates=candidates,
+        rerank=rerank,
+    )
+
+
+def _check_threshold(value: float, mode: SearchMode) -> None:
+    if not math.isfinite(value):
+        raise ValidationError("score_threshold", f"must be a finite number, got {value!r}")
+    if mode == SearchMode.DENSE and not 0.0 <= value <= 1.0:
+        raise ValidationError("score_threshold", f"dense scores are cosine similarities in [0, 1]; got {value}")
+    if value < 0.0:
+        raise ValidationError("score_threshold", f"{mode.value} scores are never negative; got {value}")
+
+
+class Retriever:
+    """The read path over one collection.
+
+    Args:
+        store: Truth store (backfill).
+        index: Vector index.
+        collection: Callable returning the collection reads use (None: nothing indexed yet).
+        dense: Callable returning the dense encoder (created lazily: the model loads on first use).
+        sparse: Sparse encoders by source name (``bm25``, ``sparse``).
+        bucket_count: Tenant buckets.
+        rrf_k: RRF constant.
+        rrf_weights: Per-source RRF weights.
+    """
+
+    def __init__(
+        self,
+        store: SqlTruthStore,
+        index: Callable[[], VectorIndex],
+        collection: Callable[[], str | None],
+        dense: Callable[[], DenseEncoder],
+        sparse: Mapping[str, SparseEncoder],
+        *,
+        bucket_count: int,
+        rrf_k: int = 60,
+        rrf_weights: Mapping[str, float] | None = None,
+    ) -> None:
+        self.store = store
+        self._index = index
+        self._collection = collection
+        self._dense = dense
+        self.sparse = sparse
+        self.bucket_count = bucket_count
+        self.rrf_k = rrf_k
+        self.rrf_weights = dict(rrf_weights or {})
+
+    def sources_for(self, mode: SearchMode) -> tuple[str, ...]:
+        """Which sources a mode queries (hybrid: dense plus every enabled sparse source)."""
+        if mode == SearchMode.HYBRID:
+            return ("dense", *self.sparse)
+        source = mode.value
+        if source != "dense" and source not in self.sparse:
+            raise RetrievalConfigurationError(
+                f"{source} search is not enabled; "
+                + ("set RAGINDEX_BM25_ENABLED=true" if source == "bm25" else "configure a sparse provider")
+                + " and re-index",
+                source=source,
+            )
+        return (source,)
+
+    def search(self, request: SearchRequest) -> SearchResult:
+        """Run one validated request."""
+        started = time.perf_counter()
+        latency: dict[str, float] = {}
+        sources = self.sources_for(request.mode)
+        if not request.query.strip():
+            return SearchResult(hits=(), latency_ms={"total": 0.0}, mode=request.mode.value)
+        collection = self._collection()
+        if collection is None:
+            return SearchResult(hits=(), latency_ms={"total": _ms(started)}, mode=request.mode.value)
+
+        t0 = time.perf_counter()
+        queries = self._encode(request.query, sources)
+        latency["encode"] = _ms(t0)
+
+        hybrid = request.mode == SearchMode.HYBRID
+        per_source = request.candidates if hybrid else request.top_k * 2 + 10
+        bucket = bucket_of(request.user_id, self.bucket_count)
+        tenant = TenantFilter(request.user_id, request.set_id, request.doc_ids)
+        t0 = time.perf_counter()
+        lists: dict[str, list[tuple[str, float]]] = {}
+        index = self._index()
+        for source, vector_query in queries.items():
+            threshold = None if hybrid else request.score_threshold
+            try:
+                lists[source] = index.search(
+                    collection, bucket, vector_query, tenant, limit=per_source, score_threshold=threshold
+                )
+            except RagindexError as exc:
+                raise RetrievalBackendError(f"{source} search failed: {exc.message}", source=source) from exc
+        latency["search"] = _ms(t0)
+
+        t0 = time.perf_counter()
+        weights = {s: w for s, w in self.rrf_weights.items() if s in lists} or None
+        fused = fuse(request.fusion, lists, k=self.rrf_k, weights=weights) if hybrid else _single(lists)
+        latency["fuse"] = _ms(t0)
+
+        t0 = time.perf_counter()
+        views = self.store.backfill([f.id for f in fused])
+        latency["backfill"] = _ms(t0)
+        hits = _build_hits(fused, views, request)
+        latency["total"] = _ms(started)
+        return SearchResult(hits=tuple(hits), latency_ms=latency, mode=request.mode.value)
+
+    def _encode(self, query: str, sources: Sequence[str]) -> dict[str, VectorQuery]:
+        out: dict[str, VectorQuery] = {}
+        for source in sources:
+            try:
+                if source == "dense":
+                    out[source] = VectorQuery(using="dense", dense=self._dense().encode_queries([query])[0])
+                else:
+                    out[source] = VectorQuery(using=source, sparse=self.sparse[source].encode_queries([query])[0])
+            except RetrievalConfigurationError:
+                raise
+            except RagindexError as exc:
+                raise RetrievalEncodingError(f"{source} query encoding failed: {exc.message}", source=source) from exc
+        return out
+
+
+def _single(lists: Mapping[str, list[tuple[str, float]]]) -> list[Fused]:
+    (source, items), *_ = lists.items()
+    return [
+        Fused(id=cid, score=score, sources={source: SourceScore(score, rank)})
+        for rank, (cid, score) in enumerate(items, 1)
+    ]
+
+
+def _build_hits(fused: Sequence[Fused], views: Mapping[str, ChunkView], request: SearchRequest) -> list[Hit]:
+    hits: list[Hit] = []
+    for item in fused:
+        view = views.get(item.id)
+        if view is None:  # a ghost: REMOVED in the truth store, not yet purged from the index
+            continue
+        if request.score_threshold is not None and item.score < request.score_threshold:
+            continue
+        chunk = view.chunk
+        hits.append(
+            Hit(
+                rank=len(hits) + 1,
+                chunk_id=chunk.chunk_id,
+                doc_id=chunk.doc_id,
+                set_id=chunk.set_id,
+                score=item.score,
+                source=view.source_uri,
+                filename=view.filename,
+                text=chunk.content,
+                page=chunk.page,
+                section=chunk.section,
+                start_line=chunk.start_line,
+                end_line=chunk.end_line,
+                scores=item.sources,
+                metadata=view.doc_metadata,
+            )
+        )
+        if len(hits) == request.top_k:
+            break
+    return hits
+
+
+def _ms(since: float) -> float:
+    return round((time.perf_counter() - since) * 1000, 3)
