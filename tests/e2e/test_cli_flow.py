@@ -1,0 +1,186 @@
+"""The end-to-end behaviour of issue 2 through the real CLI: ingest, rank, no-op, change one file, delete one file.
+
+Runs on the real engine: SQLite, Qdrant Edge, the shipped all-MiniLM-L6-v2 model.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from ragindex.cli import commands  # noqa: F401 - registers the commands
+from ragindex.cli.app import app
+
+pytestmark = pytest.mark.integration
+
+DOCS = {
+    "volcanoes.md": (
+        "# Volcanoes\n\nA volcano is an opening in the crust where molten rock, ash and gases escape.\n\n"
+        "## Eruptions\n\nMagma rises because it is less dense than the surrounding rock. Explosive eruptions "
+        "happen when gas-rich, viscous magma fragments; effusive eruptions pour out runny basalt lava.\n\n"
+        "## Hazards\n\nPyroclastic flows, lahars and ash fall are the deadliest volcanic hazards."
+    ),
+    "espresso.txt": (
+        "Espresso is brewed by forcing hot water at about nine bars of pressure through finely ground coffee.\n\n"
+        "A standard shot uses eighteen grams of coffee and takes twenty-five to thirty seconds. Crema, the "
+        "golden foam on top, comes from emulsified oils and carbon dioxide.\n\n"
+        "Grind size is the main lever: finer grounds slow the flow and increase extraction.\n\n"
+        "Milk drinks start from a shot: a cappuccino adds equal parts steamed milk and foam, a latte mostly "
+        "steamed milk with a thin layer of microfoam, and a flat white a double shot with velvety milk.\n\n"
+        "Water quality matters more than most people think. Very soft water tastes flat and sour, very hard "
+        "water scales the machine and mutes acidity; around 50 to 100 ppm of hardness is a common target.\n\n"
+        "Cleaning keeps the taste clean: backflush the group head with detergent weekly and purge the steam "
+        "wand after every use so milk proteins never dry inside it."
+    ),
+    "tides.txt": (
+        "Ocean tides are caused mainly by the gravitational pull of the Moon and, to a lesser degree, the Sun.\n\n"
+        "Spring tides, with the largest range, occur at new and full moon, when Sun and Moon line up. Neap tides "
+        "occur at the quarter moons.\n\nMost coasts see two high tides and two low tides every lunar day."
+    ),
+}
+
+
+def cli(*args: str, data_dir: Path) -> tuple[int, Any]:
+    result = CliRunner().invoke(app, ["--data-dir", str(data_dir), *args])
+    try:
+        payload = json.loads(result.stdout) if "--json" in args and result.stdout.strip() else result.stdout
+    except json.JSONDecodeError:
+        payload = result.stdout
+    return result.exit_code, payload
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    for name, text in DOCS.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def top_filename(data_dir: Path, query: str, mode: str = "hybrid") -> str | None:
+    code, out = cli("search", query, "--mode", mode, "--json", data_dir=data_dir)
+    assert code == 0, out
+    return out["hits"][0]["filename"] if out["hits"] else None
+
+
+def test_ingest_search_noop_change_delete_verify(tmp_path: Path, corpus: Path) -> None:
+    data = tmp_path / "data"
+
+    code, first = cli("ingest", str(corpus), "--json", data_dir=data)
+    assert code == 0, first
+    assert first["documents"]["added"] == 3
+    assert first["chunks"]["embedded"] == first["chunks"]["total"] > 0
+    assert first["chunks"]["failed"] == 0
+
+    for mode in ("dense", "bm25", "hybrid"):
+        assert top_filename(data, "what causes spring tides", mode) == "tides.txt"
+    assert top_filename(data, "how long should an espresso shot take") == "espresso.txt"
+    code, hits = cli("search", "pyroclastic flows", "--json", data_dir=data)
+    hit = hits["hits"][0]
+    assert hit["filename"] == "volcanoes.md" and hit["section"] == "Volcanoes"
+    assert set(hit["scores"]) == {"dense", "bm25"} and hit["scores"]["bm25"]["rank"] == 1
+    assert hit["start_line"] >= 1 and "Pyroclastic" in hit["text"]
+
+    code, noop = cli("ingest", str(corpus), "--json", data_dir=data)
+    assert code == 0
+    assert noop["documents"]["unchanged"] == 3
+    assert noop["chunks"] == {"total": 0, "embedded": 0, "reused": 0, "removed": 0, "failed": 0}
+
+    # change one paragraph of one file: only its new chunks are embedded
+    changed = DOCS["espresso.txt"].replace("eighteen grams", "twenty grams of a darker roast")
+    (corpus / "espresso.txt").write_text(changed, encoding="utf-8")
+    code, third = cli("ingest", str(corpus), "--json", data_dir=data)
+    assert third["documents"] == {**third["documents"], "changed": 1, "unchanged": 2}
+    assert 0 < third["chunks"]["embedded"] < third["chunks"]["total"] + 1
+    assert third["chunks"]["embedded"] == third["chunks"]["total"] - third["chunks"]["reused"]
+    assert third["chunks"]["reused"] >= 1
+    code, out = cli("search", "darker roast", "--mode", "bm25", "--json", data_dir=data)
+    assert "darker roast" in out["hits"][0]["text"]
+
+    # delete one file: its chunks leave search and the index
+    (corpus / "volcanoes.md").unlink()
+    code, fourth = cli("ingest", str(corpus), "--json", data_dir=data)
+    assert fourth["documents"]["removed"] == 1 and fourth["chunks"]["removed"] > 0
+    code, out = cli("search", "pyroclastic flows lahars volcano magma", "--json", data_dir=data)
+    assert all(h["filename"] != "volcanoes.md" for h in out["hits"])
+
+    code, report = cli("verify", "--json", data_dir=data)
+    assert code == 0 and report["ok"], report
+    bucket = report["buckets"][0]
+    assert bucket["expected_points"] == bucket["index_points"] > 0
+
+    code, status = cli("status", "--json", data_dir=data)
+    assert status["sets"][0]["documents"] == {"SUCCESS": 2, "REMOVED": 1}
+
+
+def test_noop_run_loads_no_model_and_parses_nothing(tmp_path: Path, corpus: Path) -> None:
+    data = tmp_path / "data"
+    assert cli("ingest", str(corpus), "--json", data_dir=data)[0] == 0
+    script = (
+        "import sys, json\n"
+        "from ragindex.engine import Engine\n"
+        "from ragindex.config.settings import Settings\n"
+        f"engine = Engine(Settings(data_dir={str(data)!r}))\n"
+        f"report = engine.ingest([{str(corpus)!r}])\n"
+        "engine.close()\n"
+        "heavy = [m for m in ('torch', 'sentence_transformers', 'pypdf', 'qdrant_edge') if m in sys.modules]\n"
+        "print(json.dumps({'heavy': heavy, 'report': report.to_dict()}))\n"
+    )
+    out = json.loads(subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True).stdout)
+    assert out["heavy"] == []
+    assert out["report"]["documents"]["unchanged"] == 3 and out["report"]["chunks"]["total"] == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["search", "x", "--user-id", "0"], "user_id"),
+        (["search", "x", "--set-id", "-3"], "set_id"),
+        (["search", "x", "--top-k", "0"], "top_k"),
+        (["search", "x", "--mode", "dense", "--score-threshold", "1.5"], "score_threshold"),
+        (["search", "x", "--mode", "fuzzy"], "mode"),
+        (["search", "x", "--fusion", "max"], "fusion"),
+        (["ingest", "does/not/exist"], "does not exist"),
+        (["ingest", ".", "--user-id", "0"], "user_id"),
+    ],
+)
+def test_bad_input_is_exit_code_2_naming_the_field(tmp_path: Path, args: list[str], field: str) -> None:
+    result = CliRunner().invoke(app, ["--data-dir", str(tmp_path / "d"), *args])
+    assert result.exit_code == 2, result.output
+    assert field in result.output
+
+
+def test_empty_query_returns_no_hits_without_encoding(tmp_path: Path, corpus: Path) -> None:
+    data = tmp_path / "data"
+    cli("ingest", str(corpus), "--json", data_dir=data)
+    code, out = cli("search", "   ", "--json", data_dir=data)
+    assert code == 0 and out["hits"] == [] and "encode" not in out["latency_ms"]
+
+
+def test_bad_files_are_recorded_and_the_run_goes_on(tmp_path: Path, corpus: Path) -> None:
+    data = tmp_path / "data"
+    (corpus / "broken.pdf").write_bytes(b"%PDF-1.4\n" + bytes(range(256)) * 4)
+    (corpus / "empty.txt").write_bytes(b"")
+    (corpus / "latin1.txt").write_bytes("Caf\xe9 au lait with croissants".encode("latin-1"))
+    code, out = cli("ingest", str(corpus), "--json", data_dir=data)
+    assert code == 0
+    assert out["documents"]["failed"] == 1 and out["documents"]["skipped"] == 1
+    assert out["failures"][0]["source"].endswith("broken.pdf")
+    assert any("UTF-8" in note for note in out["notes"])
+    assert top_filename(data, "croissants", "bm25") == "latin1.txt"
+    code, status = cli("status", "--json", data_dir=data)
+    assert status["sets"][0]["documents"]["FAILED"] == 1
+
+
+def test_file_over_the_size_limit_is_refused(tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGINDEX_MAX_FILE_BYTES", "100")
+    code, out = cli("ingest", str(corpus), "--json", data_dir=tmp_path / "data")
+    assert code == 0 and out["documents"]["failed"] == 3
+    assert "over the limit of 100" in out["failures"][0]["error"]
