@@ -82,7 +82,9 @@ class Settings(BaseSettings):
     # --- retrieval -----------------------------------------------------------------------------
     default_top_k: int = Field(10, ge=1, le=1000, description="Hits returned when the caller gives no top_k.")
     candidates_per_source: int = Field(50, ge=1, le=10000, description="Candidates fetched per source before fusion.")
-    fusion: Literal["rrf", "dbsf", "combine", "boost"] = Field("rrf", description="Default hybrid fusion.")
+    fusion: Literal["rrf", "dbsf", "combine", "boost"] = Field(
+        "rrf", description="Default hybrid fusion: `rrf`, `dbsf`, `combine` or `boost`."
+    )
     rrf_k: int = Field(60, ge=1, description="RRF constant k.")
     rrf_weights: dict[str, float] = Field(
         default_factory=dict, description='Per-source RRF weights, e.g. `{"dense": 1.0, "bm25": 1.0}`.'
