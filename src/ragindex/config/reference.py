@@ -12,10 +12,8 @@ END = "<!-- settings-table:end -->"
 
 def _default(name: str) -> str:
     field = Settings.model_fields[name]
-    if field.default_factory is not None:
-        value = field.default_factory()  # type: ignore[call-arg]
-    else:
-        value = field.default
+    factory = field.default_factory
+    value = factory() if factory is not None else field.default  # type: ignore[call-arg]
     if value is None:
         return "—"
     if isinstance(value, list | dict):
