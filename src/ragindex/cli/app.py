@@ -102,5 +102,6 @@ def guarded(fn: Callable[[], T]) -> T:
 def run() -> None:
     """Run the CLI (registers the command modules first)."""
     from ragindex.cli import commands  # noqa: F401 - registers the commands
+    from ragindex.cli import eval as _eval  # noqa: F401
 
     app()

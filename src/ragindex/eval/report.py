@@ -1,0 +1,52 @@
+"""Render eval results: a rich table for people, a JSON list for scripts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.table import Table
+
+from ragindex.eval.runner import REPORTED, ModeResult
+
+__all__ = ["eval_json", "eval_table", "markdown_table"]
+
+_HEADERS = {"ndcg@10": "nDCG@10", "recall@10": "recall@10", "recall@100": "recall@100", "mrr@10": "MRR@10"}
+
+
+def eval_json(results: Sequence[ModeResult]) -> list[dict[str, Any]]:
+    """``[{"mode", "ndcg@10", "recall@10", "recall@100", "mrr@10", "latency_ms": {"p50", "p95"}, ...}]``."""
+    return [result.to_dict() for result in results]
+
+
+def eval_table(results: Sequence[ModeResult], title: str = "eval") -> Table:
+    """One row per mode: the metrics and the query latency percentiles."""
+    queries = results[0].queries if results else 0
+    table = Table(title=f"{title} ({queries} queries)")
+    table.add_column("mode")
+    for name in REPORTED:
+        table.add_column(_HEADERS[name], justify="right")
+    table.add_column("p50 ms", justify="right")
+    table.add_column("p95 ms", justify="right")
+    for result in results:
+        table.add_row(
+            result.mode,
+            *(f"{result.metrics[name]:.4f}" for name in REPORTED),
+            f"{result.latency_ms['p50']:.1f}",
+            f"{result.latency_ms['p95']:.1f}",
+        )
+    return table
+
+
+def markdown_table(results: Sequence[ModeResult] | Sequence[dict[str, Any]]) -> str:
+    """The results as a Markdown table (docs); accepts results or their JSON entries."""
+    rows = [r.to_dict() if isinstance(r, ModeResult) else r for r in results]
+    head = "| mode | " + " | ".join(_HEADERS[n] for n in REPORTED) + " | p50 ms | p95 ms |"
+    rule = "| --- |" + " ---: |" * (len(REPORTED) + 2)
+    body = [
+        f"| {r['mode']} | "
+        + " | ".join(f"{r[n]:.4f}" for n in REPORTED)
+        + f" | {r['latency_ms']['p50']:.1f} | {r['latency_ms']['p95']:.1f} |"
+        for r in rows
+    ]
+    return "\n".join([head, rule, *body])

@@ -1,0 +1,215 @@
+"""Run a BEIR evaluation through the real pipeline: ingest the corpus into its own set, search every query per mode.
+
+A mode is ``dense``, ``bm25``, ``sparse``, ``hybrid`` or ``hybrid:<fusion>`` (``rrf``, ``dbsf``, ``combine``,
+``boost``). Hits are chunks; a document's score is its best chunk's score, and the run keeps the ``top_k`` best
+documents per query. Latency is the wall time around :meth:`Engine.search` per query (query encoding, index
+search, fusion and backfill), after one untimed warm-up query per mode.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ragindex.errors import ValidationError
+from ragindex.eval.beir import BeirDataset, corpus_id, load_dataset
+from ragindex.eval.metrics import evaluate
+
+if TYPE_CHECKING:
+    from ragindex.engine import Engine
+    from ragindex.pipeline.sync import IngestReport, ProgressFn
+
+__all__ = [
+    "REPORTED",
+    "ModeResult",
+    "ModeSpec",
+    "ingest_dataset",
+    "parse_modes",
+    "percentile",
+    "run_eval",
+    "run_mode",
+]
+
+REPORTED: tuple[str, ...] = ("ndcg@10", "recall@10", "recall@100", "mrr@10")
+"""The metrics each mode reports, in table order."""
+
+_MODES = ("dense", "bm25", "sparse", "hybrid")
+_FUSIONS = ("rrf", "dbsf", "combine", "boost")
+CHUNK_FACTOR = 3
+"""Chunk hits requested per wanted document, so that ``top_k`` distinct documents survive the max-pooling."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModeSpec:
+    """One evaluated configuration: a search mode and, for hybrid, a fusion (None: the settings' default)."""
+
+    name: str
+    mode: str
+    fusion: str | None = None
+
+
+@dataclass(slots=True)
+class ModeResult:
+    """The metrics and latency of one mode over the evaluated queries."""
+
+    mode: str
+    metrics: dict[str, float]
+    latency_ms: dict[str, float]
+    queries: int
+    top_k: int
+    run: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON entry printed by ``ragindex eval --json`` (the run itself is left out)."""
+        return {
+            "mode": self.mode,
+            **{name: round(self.metrics[name], 4) for name in REPORTED},
+            "latency_ms": {k: round(v, 2) for k, v in self.latency_ms.items()},
+            "queries": self.queries,
+            "top_k": self.top_k,
+        }
+
+
+def parse_modes(text: str | Sequence[str]) -> list[ModeSpec]:
+    """``"dense,bm25,hybrid:dbsf"`` -> mode specs; errors name the bad entry and list the valid ones.
+
+    Raises:
+        ValidationError: An unknown mode or fusion, a fusion on a non-hybrid mode, or ``+rerank`` (not available).
+    """
+    items = text.split(",") if isinstance(text, str) else list(text)
+    specs: list[ModeSpec] = []
+    for raw in items:
+        name = raw.strip()
+        if not name:
+            continue
+        if "+" in name:
+            raise ValidationError("modes", f"{name!r}: reranking (+rerank) is not available in this version")
+        mode, _, fusion = name.partition(":")
+        if mode not in _MODES:
+            raise ValidationError("modes", f"unknown mode {mode!r}; valid: {', '.join(_MODES)} or hybrid:<fusion>")
+        if fusion and mode != "hybrid":
+            raise ValidationError("modes", f"{name!r}: only hybrid takes a fusion")
+        if fusion and fusion not in _FUSIONS:
+            raise ValidationError("modes", f"unknown fusion {fusion!r}; valid: {', '.join(_FUSIONS)}")
+        if name not in {s.name for s in specs}:
+            specs.append(ModeSpec(name=name, mode=mode, fusion=fusion or None))
+    if not specs:
+        raise ValidationError("modes", "give at least one mode")
+    return specs
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100) with linear interpolation between closest ranks (numpy's default)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def ingest_dataset(
+    engine: Engine, dataset: BeirDataset, *, user_id: int, set_id: int, progress: ProgressFn | None = None
+) -> IngestReport:
+    """Sync the corpus file into (user_id, set_id) through the normal pipeline (incremental: unchanged is skipped)."""
+    return engine.ingest([dataset.corpus], user_id=user_id, set_id=set_id, progress=progress)
+
+
+def run_mode(
+    engine: Engine,
+    dataset: BeirDataset,
+    spec: ModeSpec,
+    *,
+    top_k: int,
+    user_id: int,
+    set_id: int,
+) -> ModeResult:
+    """Search every query of ``dataset`` with one mode and score the document run against the qrels."""
+    chunks = top_k * CHUNK_FACTOR
+
+    def search(text: str) -> Any:
+        return engine.search(
+            text, user_id=user_id, set_id=set_id, mode=spec.mode, top_k=chunks, fusion=spec.fusion, candidates=chunks
+        )
+
+    if dataset.queries:
+        search(next(iter(dataset.queries.values())))  # warm-up: model load, shard open
+    run: dict[str, dict[str, float]] = {}
+    latencies: list[float] = []
+    for qid, text in dataset.queries.items():
+        started = time.perf_counter()
+        result = search(text)
+        latencies.append((time.perf_counter() - started) * 1000.0)
+        docs: dict[str, float] = {}
+        for hit in result.hits:
+            doc = corpus_id(hit.source)
+            if doc not in docs or hit.score > docs[doc]:
+                docs[doc] = hit.score
+        best = sorted(docs.items(), key=lambda item: (item[1], item[0]), reverse=True)[:top_k]
+        run[qid] = dict(best)
+    scores = evaluate(dataset.qrels, run, ks=(10, 100), metrics=("ndcg", "recall", "mrr"))
+    return ModeResult(
+        mode=spec.name,
+        metrics={name: scores[name] for name in REPORTED},
+        latency_ms={"p50": percentile(latencies, 50), "p95": percentile(latencies, 95)},
+        queries=len(dataset.queries),
+        top_k=top_k,
+        run=run,
+    )
+
+
+def limit(dataset: BeirDataset, count: int | None) -> BeirDataset:
+    """The dataset restricted to its first ``count`` judged queries (None: all)."""
+    if count is None:
+        return dataset
+    if count < 1:
+        raise ValidationError("limit_queries", f"must be >= 1, got {count}")
+    kept = list(dataset.queries)[:count]
+    return BeirDataset(
+        root=dataset.root,
+        corpus=dataset.corpus,
+        queries={qid: dataset.queries[qid] for qid in kept},
+        qrels={qid: dataset.qrels[qid] for qid in kept},
+    )
+
+
+def run_eval(
+    engine: Engine,
+    dataset_dir: str | Path,
+    modes: str | Sequence[str],
+    top_k: int = 100,
+    user_id: int = 1,
+    set_id: int = 9001,
+    limit_queries: int | None = None,
+    *,
+    on_ingest: Callable[[IngestReport], None] | None = None,
+    progress: ProgressFn | None = None,
+) -> list[ModeResult]:
+    """Ingest the dataset's corpus into (user_id, set_id), then evaluate every mode on the test queries.
+
+    Args:
+        engine: The engine (its data dir holds the eval set; reuse it and a second eval embeds nothing).
+        dataset_dir: A BEIR-layout directory.
+        modes: ``"dense,bm25,hybrid"`` or a list of mode names.
+        top_k: Documents kept per query (recall@100 needs >= 100).
+        user_id: Tenant of the eval set.
+        set_id: The eval set.
+        limit_queries: Evaluate only the first N test queries.
+        on_ingest: Called with the ingest report (``chunks.embedded`` is 0 when nothing changed).
+        progress: Ingest progress callback.
+
+    Raises:
+        ValidationError: Bad modes, top_k or dataset layout.
+    """
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise ValidationError("top_k", f"must be >= 1, got {top_k!r}")
+    specs = parse_modes(modes)
+    dataset = limit(load_dataset(dataset_dir), limit_queries)
+    report = ingest_dataset(engine, dataset, user_id=user_id, set_id=set_id, progress=progress)
+    if on_ingest is not None:
+        on_ingest(report)
+    return [run_mode(engine, dataset, spec, top_k=top_k, user_id=user_id, set_id=set_id) for spec in specs]

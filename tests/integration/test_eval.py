@@ -1,0 +1,145 @@
+"""``ragindex eval`` on a tiny BEIR dataset: JSON shape, metrics equal to pytrec_eval's, cached second run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from ragindex.cli import commands  # noqa: F401 - registers the commands
+from ragindex.cli import eval as _eval  # noqa: F401 - registers eval
+from ragindex.cli.app import app
+from ragindex.config.settings import Settings
+from ragindex.engine import Engine
+from ragindex.errors import ValidationError
+from ragindex.eval.beir import load_dataset
+from ragindex.eval.runner import parse_modes, percentile, run_eval
+
+pytestmark = pytest.mark.integration
+
+DOCS = {
+    "d1": ("Volcanoes", "A volcano is an opening in the crust where molten rock, ash and gases escape."),
+    "d2": ("Eruptions", "Explosive eruptions happen when gas-rich viscous magma fragments into ash."),
+    "d3": ("Espresso", "Espresso is brewed by forcing hot water at nine bars through finely ground coffee."),
+    "d4": ("Crema", "Crema, the golden foam on an espresso shot, comes from emulsified oils and carbon dioxide."),
+    "d5": ("Tides", "Ocean tides are caused by the gravitational pull of the Moon and the Sun."),
+    "d6": ("Spring tides", "Spring tides with the largest range occur at new and full moon."),
+    "d7": ("Photosynthesis", "Plants turn sunlight, water and carbon dioxide into glucose and oxygen."),
+    "d8": ("Chlorophyll", "Chlorophyll absorbs red and blue light and reflects green light."),
+    "d9": ("Black holes", "A black hole is a region of spacetime where gravity prevents light from escaping."),
+    "d10": ("Neutron stars", "Neutron stars are collapsed cores of massive stars, extremely dense."),
+    "d11": ("Bread", "Yeast ferments sugars in dough, producing carbon dioxide that makes bread rise."),
+    "d12": ("Sourdough", "Sourdough uses a starter of wild yeast and lactic acid bacteria."),
+}
+QUERIES = {
+    "q1": ("what causes volcanic eruptions", {"d1": 1, "d2": 1}),
+    "q2": ("how is espresso made", {"d3": 1, "d4": 1}),
+    "q3": ("why do tides happen", {"d5": 1, "d6": 1}),
+    "q4": ("how do plants make sugar from light", {"d7": 1}),
+}
+
+
+@pytest.fixture
+def dataset(tmp_path: Path) -> Path:
+    root = tmp_path / "tiny-beir"
+    (root / "qrels").mkdir(parents=True)
+    with (root / "corpus.jsonl").open("w", encoding="utf-8") as handle:
+        for doc_id, (title, text) in DOCS.items():
+            handle.write(json.dumps({"_id": doc_id, "title": title, "text": text, "metadata": {}}) + "\n")
+    with (root / "queries.jsonl").open("w", encoding="utf-8") as handle:
+        for qid, (text, grades) in QUERIES.items():
+            # the metadata holds the answers (as in SciFact): the eval must never read it
+            handle.write(json.dumps({"_id": qid, "text": text, "metadata": {"answers": list(grades)}}) + "\n")
+        handle.write(json.dumps({"_id": "train-only", "text": "not judged in the test split"}) + "\n")
+    lines = ["query-id\tcorpus-id\tscore"]
+    lines += [f"{qid}\t{doc}\t{grade}" for qid, (_, grades) in QUERIES.items() for doc, grade in grades.items()]
+    (root / "qrels" / "test.tsv").write_bytes(("\r\n".join(lines) + "\r\n").encode())
+    return root
+
+
+def test_load_dataset_reads_test_split_and_only_query_text(dataset: Path) -> None:
+    loaded = load_dataset(dataset)
+    assert loaded.corpus == (dataset / "corpus.jsonl").resolve()
+    assert loaded.queries == {qid: text for qid, (text, _) in QUERIES.items()}
+    assert loaded.qrels == {qid: grades for qid, (_, grades) in QUERIES.items()}
+
+
+def test_parse_modes() -> None:
+    specs = parse_modes("dense, bm25,hybrid,hybrid:dbsf,dense")
+    assert [(s.name, s.mode, s.fusion) for s in specs] == [
+        ("dense", "dense", None),
+        ("bm25", "bm25", None),
+        ("hybrid", "hybrid", None),
+        ("hybrid:dbsf", "hybrid", "dbsf"),
+    ]
+    for bad in ("lexical", "dense:rrf", "hybrid:max", "hybrid+rerank", ""):
+        with pytest.raises(ValidationError):
+            parse_modes(bad)
+
+
+def test_percentile_matches_linear_interpolation() -> None:
+    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5
+    assert percentile([10.0], 95) == 10.0
+    assert percentile(list(map(float, range(1, 101))), 95) == pytest.approx(95.05)
+
+
+def test_cli_eval_json_shape(dataset: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app,
+        ["--data-dir", str(tmp_path / "d"), "eval", str(dataset), "--modes", "dense,bm25,hybrid:dbsf", "--json"],
+    )
+    assert result.exit_code == 0, result.output
+    payload: list[dict[str, Any]] = json.loads(result.stdout)
+    assert [entry["mode"] for entry in payload] == ["dense", "bm25", "hybrid:dbsf"]
+    for entry in payload:
+        assert set(entry) >= {"mode", "ndcg@10", "recall@10", "recall@100", "mrr@10", "latency_ms"}
+        assert set(entry["latency_ms"]) == {"p50", "p95"}
+        assert 0.0 <= entry["latency_ms"]["p50"] <= entry["latency_ms"]["p95"]
+        for name in ("ndcg@10", "recall@10", "recall@100", "mrr@10"):
+            assert 0.0 <= entry[name] <= 1.0
+        assert entry["queries"] == len(QUERIES)
+        if entry["mode"] != "bm25":  # bm25 only scores documents sharing a term with the query
+            assert entry["recall@100"] == 1.0  # 12 documents, top 100: every relevant one is retrieved
+    table = CliRunner().invoke(app, ["--data-dir", str(tmp_path / "d"), "eval", str(dataset), "--modes", "bm25"])
+    assert table.exit_code == 0, table.output
+    assert "nDCG@10" in table.stdout
+    bad = CliRunner().invoke(app, ["--data-dir", str(tmp_path / "d"), "eval", str(dataset), "--modes", "lexical"])
+    assert bad.exit_code == 2
+
+
+def test_metrics_equal_pytrec_eval_and_second_eval_embeds_nothing(dataset: Path, tmp_path: Path) -> None:
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    settings = Settings(data_dir=tmp_path / "engine")
+    reports: list[Any] = []
+    with Engine(settings) as engine:
+        results = run_eval(engine, dataset, "dense,bm25,hybrid", top_k=100, on_ingest=reports.append)
+    assert reports[0].chunks["embedded"] == reports[0].chunks["total"] > 0
+
+    qrels = {qid: grades for qid, (_, grades) in QUERIES.items()}
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_10", "recall_10", "recall_100", "recip_rank"})
+    for result in results:
+        assert set(result.run) == set(QUERIES)
+        assert all(0 < len(docs) <= 100 for docs in result.run.values())
+        per_query = evaluator.evaluate(result.run)
+        ten = {
+            qid: dict(sorted(docs.items(), key=lambda d: (d[1], d[0]), reverse=True)[:10])
+            for qid, docs in result.run.items()
+        }
+        rr = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(ten)
+
+        def mean(measure: str, values: dict[str, dict[str, float]] = per_query) -> float:
+            return sum(v[measure] for v in values.values()) / len(values)
+
+        assert result.metrics["ndcg@10"] == pytest.approx(mean("ndcg_cut_10"), abs=1e-12)
+        assert result.metrics["recall@10"] == pytest.approx(mean("recall_10"), abs=1e-12)
+        assert result.metrics["recall@100"] == pytest.approx(mean("recall_100"), abs=1e-12)
+        assert result.metrics["mrr@10"] == pytest.approx(mean("recip_rank", rr), abs=1e-12)
+
+    with Engine(settings) as engine:  # same data dir, same corpus and settings: nothing is re-embedded
+        again = run_eval(engine, dataset, "hybrid", on_ingest=reports.append)
+    assert reports[1].chunks["embedded"] == 0
+    assert reports[1].documents["added"] == reports[1].documents["changed"] == 0
+    assert again[0].metrics == results[2].metrics
