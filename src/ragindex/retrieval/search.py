@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ragindex.encoders.protocol import DenseEncoder, SparseEncoder
 from ragindex.errors import (
+    IndexLockedError,
     RagindexError,
     RetrievalBackendError,
     RetrievalConfigurationError,
@@ -184,6 +185,8 @@ class Retriever:
                 lists[source] = index.search(
                     collection, bucket, vector_query, tenant, limit=per_source, score_threshold=threshold
                 )
+            except IndexLockedError:
+                raise
             except RagindexError as exc:
                 raise RetrievalBackendError(f"{source} search failed: {exc.message}", source=source) from exc
         latency["search"] = _ms(t0)

@@ -1,0 +1,107 @@
+"""Engine-level guarantees on the real engines: ghost hits, Chinese BM25, model fingerprints, one index owner."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragindex.config.settings import Settings
+from ragindex.encoders.sparse.bm25 import Bm25SparseEncoder
+from ragindex.engine import Engine
+from ragindex.errors import FingerprintMismatchError, IndexLockedError
+
+pytestmark = pytest.mark.integration
+
+
+def write(folder: Path, files: dict[str, str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Engine:
+    with Engine(Settings(data_dir=tmp_path / "data")) as eng:
+        yield eng
+
+
+def test_removed_chunk_is_never_returned_even_before_its_point_is_purged(engine: Engine, tmp_path: Path) -> None:
+    corpus = write(
+        tmp_path / "c", {"a.txt": "Glaciers carve U-shaped valleys.", "b.txt": "Rivers carve V-shaped valleys."}
+    )
+    engine.ingest([corpus])
+    hits = engine.search("glaciers valleys", user_id=1, set_id=1, mode="bm25").hits
+    target = next(h for h in hits if h.filename == "a.txt")
+    # flip the truth only: the index still holds the point (the window before the purge)
+    assert engine.store.remove_chunks([target.chunk_id]) == [target.chunk_id]
+    collection = engine.read_collection()
+    assert collection is not None
+    present = engine.index.vectors_present(collection, engine.store.get_chunks([target.chunk_id])[0].bucket_id)
+    assert target.chunk_id in present
+    for mode in ("dense", "bm25", "hybrid"):
+        result = engine.search("glaciers U-shaped valleys", user_id=1, set_id=1, mode=mode)
+        assert target.chunk_id not in {h.chunk_id for h in result.hits}
+        assert [h.rank for h in result.hits] == list(range(1, len(result.hits) + 1))
+
+
+def test_tenants_and_sets_are_isolated(engine: Engine, tmp_path: Path) -> None:
+    engine.ingest([write(tmp_path / "u1", {"x.txt": "Saffron is the stigma of a crocus flower."})], user_id=1, set_id=1)
+    engine.ingest([write(tmp_path / "u2", {"y.txt": "Saffron rice is yellow."})], user_id=2, set_id=1)
+    engine.ingest([write(tmp_path / "s2", {"z.txt": "Saffron costs more than gold by weight."})], user_id=1, set_id=2)
+    for user_id, set_id, expected in ((1, 1, "x.txt"), (2, 1, "y.txt"), (1, 2, "z.txt")):
+        hits = engine.search("saffron", user_id=user_id, set_id=set_id, mode="hybrid").hits
+        assert {h.filename for h in hits} == {expected}
+    doc_id = engine.search("saffron", user_id=1, set_id=1).hits[0].doc_id
+    assert engine.search("saffron", user_id=1, set_id=1, doc_ids=[doc_id + 100]).hits == ()
+
+
+def test_chinese_bm25_segments_words() -> None:
+    bm25 = Bm25SparseEncoder()
+    (doc,) = bm25.encode_documents(["数据治理流程"])
+    (query,) = bm25.encode_queries(["数据治理"])
+    assert len(doc.indices) == 3  # 数据 / 治理 / 流程, not one token for the whole run
+    assert set(query.indices) < set(doc.indices)
+    (english,) = bm25.encode_queries(["running parks"])
+    (stemmed,) = bm25.encode_queries(["run park"])
+    assert english.indices == stemmed.indices
+
+
+def test_chinese_document_is_found_by_a_partial_phrase(engine: Engine, tmp_path: Path) -> None:
+    corpus = write(
+        tmp_path / "zh",
+        {"gov.txt": "数据治理流程包括数据标准、数据质量和元数据管理。", "cook.txt": "红烧肉需要小火慢炖一个小时。"},
+    )
+    engine.ingest([corpus])
+    assert engine.search("数据质量", user_id=1, set_id=1, mode="bm25").hits[0].filename == "gov.txt"
+
+
+def test_index_built_with_another_model_is_a_clear_error(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    corpus = write(tmp_path / "c", {"a.txt": "Basalt is a volcanic rock."})
+    with Engine(Settings(data_dir=data)) as engine:
+        engine.ingest([corpus])
+    other = Settings(data_dir=data, dense_model=str(tmp_path / "some-other-model"))
+    with Engine(other) as engine, pytest.raises(FingerprintMismatchError, match="reindex --into"):
+        engine.search("basalt", user_id=1, set_id=1)
+
+
+def test_second_process_gets_a_clear_error_naming_the_owner(engine: Engine, tmp_path: Path) -> None:
+    engine.ingest([write(tmp_path / "c", {"a.txt": "Quartz is hard."})])
+    script = (
+        "from ragindex.engine import Engine\n"
+        "from ragindex.config.settings import Settings\n"
+        "from ragindex.errors import IndexLockedError\n"
+        f"engine = Engine(Settings(data_dir={str(engine.settings.data_dir)!r}))\n"
+        "try:\n"
+        "    engine.search('quartz', user_id=1, set_id=1, mode='bm25')\n"
+        "except IndexLockedError as exc:\n"
+        "    print('LOCKED', exc.exit_code, exc.message)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("LOCKED 4")
+    assert "by process" in out and "one owner process" in out
+    assert IndexLockedError.exit_code == 4
