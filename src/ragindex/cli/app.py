@@ -103,5 +103,6 @@ def run() -> None:
     """Run the CLI (registers the command modules first)."""
     from ragindex.cli import commands  # noqa: F401 - registers the commands
     from ragindex.cli import eval as _eval  # noqa: F401
+    from ragindex.cli import manage as _manage  # noqa: F401 - repair, reindex, delete, update-chunk
 
     app()

@@ -34,12 +34,10 @@ def ingest_table(report: IngestReport) -> Group:
 
 
 def search_table(query: str, result: SearchResult) -> Group:
-    """Ranked hits with their source, location, per-source ranks and a text snippet."""
-    table = Table(title=f"{result.mode}: {query}", show_lines=True)
-    for name in ("#", "score", "source", "where", "per source", "text"):
-        table.add_column(name, overflow="fold")
+    """Ranked hits, one block each: rank, score, source and location, per-source ranks, then the text."""
+    parts: list[Any] = [Text(f"{result.mode} search: {query}", style="bold")]
     for hit in result.hits:
-        where = ", ".join(
+        where = " ".join(
             part
             for part in (
                 f"p.{hit.page}" if hit.page else "",
@@ -48,19 +46,17 @@ def search_table(query: str, result: SearchResult) -> Group:
             )
             if part
         )
-        per_source = "\n".join(f"{k} #{v.rank} ({v.score:.3f})" for k, v in hit.scores.items())
+        per_source = " · ".join(f"{k} #{v.rank} {v.score:.3f}" for k, v in hit.scores.items())
+        head = Text()
+        head.append(f"{hit.rank:>2}. ", style="bold")
+        head.append(f"{hit.score:.4f}  ", style="cyan")
+        head.append(hit.filename, style="bold green")
+        head.append(f"  {where}  [{per_source}]", style="dim")
         snippet = " ".join(hit.text.split())
-        table.add_row(
-            str(hit.rank),
-            f"{hit.score:.4f}",
-            hit.filename,
-            where,
-            per_source,
-            snippet[:240] + ("…" if len(snippet) > 240 else ""),
-        )
+        parts += [head, Text("    " + snippet[:300] + ("…" if len(snippet) > 300 else ""))]
     latency = "  ".join(f"{k} {v:.1f} ms" for k, v in result.latency_ms.items())
-    footer = Text(f"{len(result.hits)} hits · {latency}", style="dim")
-    return Group(table, footer)
+    parts.append(Text(f"{len(result.hits)} hits · {latency}", style="dim"))
+    return Group(*parts)
 
 
 def status_table(report: dict[str, Any]) -> Table:

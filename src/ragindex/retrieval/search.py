@@ -168,6 +168,11 @@ class Retriever:
         if collection is None:
             return SearchResult(hits=(), latency_ms={"total": _ms(started)}, mode=request.mode.value)
 
+        if "dense" in sources:  # the first query of a process loads the model: report it as its own phase
+            t0 = time.perf_counter()
+            _ = self._dense().dimension
+            if (load := _ms(t0)) > 1.0:
+                latency["model_load"] = load
         t0 = time.perf_counter()
         queries = self._encode(request.query, sources)
         latency["encode"] = _ms(t0)

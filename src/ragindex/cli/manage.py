@@ -1,0 +1,189 @@
+"""repair, reindex, delete, update-chunk: keep the index copies equal to the truth store."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from ragindex.cli.app import app, console, emit_json, engine_for, guarded
+from ragindex.errors import InputError
+
+Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+ChunkIds = Annotated[list[str] | None, typer.Option("--chunk-id", help="Chunk id (repeatable, or comma separated).")]
+
+
+def _ids(values: Sequence[str] | None) -> list[str]:
+    return [part.strip() for value in values or () for part in value.split(",") if part.strip()]
+
+
+def _exactly_one(options: Mapping[str, bool]) -> str:
+    given = [name for name, present in options.items() if present]
+    if len(given) != 1:
+        names = ", ".join(options)
+        what = "none" if not given else " and ".join(given)
+        raise InputError(f"give exactly one of {names} (got {what})")
+    return given[0]
+
+
+def _show(title: str, payload: Mapping[str, Any]) -> None:
+    table = Table(title=title, show_header=False)
+    table.add_column("", style="bold")
+    table.add_column("")
+    for key, value in payload.items():
+        if value in (None, [], {}, ""):
+            continue
+        if isinstance(value, Mapping):
+            value = ", ".join(f"{k}={v}" for k, v in value.items()) or "-"
+        elif isinstance(value, list):
+            value = "\n".join(str(v) for v in value[:10])
+        table.add_row(key, str(value))
+    console.print(table)
+
+
+@app.command()
+def repair(
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only report what repair would do.")] = False,
+    as_json: Json = False,
+) -> None:
+    """Converge the index to the truth store: stale claims, failed copies, unpurged deletes, missing copies, orphans.
+
+    FAILED chunks that reached RAGINDEX_MAX_ATTEMPTS are left alone (retry them with `reindex --failed`).
+    Exit code 1 when something could not be repaired.
+    """
+
+    def body() -> bool:
+        with engine_for() as engine:
+            report = engine.repair(dry_run=dry_run)
+        payload = report.to_dict()
+        if as_json:
+            emit_json(payload)
+        else:
+            _show("repair (dry run)" if dry_run else "repair", payload)
+        return report.ok
+
+    if not guarded(body):
+        raise typer.Exit(1)
+
+
+@app.command()
+def reindex(
+    failed: Annotated[bool, typer.Option("--failed", help="Retry every FAILED chunk, whatever its attempts.")] = False,
+    chunk_id: ChunkIds = None,
+    into: Annotated[
+        str | None,
+        typer.Option("--into", help="Build a new collection NAME from the truth store, then switch reads to it."),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="With --into: dense model of the new collection. Afterwards run every process with "
+            "RAGINDEX_DENSE_MODEL set to it.",
+        ),
+    ] = None,
+    drop_old: Annotated[
+        bool, typer.Option("--drop-old", help="With --into: drop the old collection after the switch.")
+    ] = False,
+    as_json: Json = False,
+) -> None:
+    """Explicit reindex: --failed, --chunk-id ID..., or --into NAME [--model M] [--drop-old].
+
+    --into builds NAME while searches keep using the current collection, then switches atomically;
+    an interrupted build stays BUILDING and the same command resumes it. With the same model the
+    embedding cache is reused (nothing is re-embedded). With --model M the new collection holds M's
+    vectors: set RAGINDEX_DENSE_MODEL=M for every process (CLI, service, workers) after the switch.
+    """
+    ids = _ids(chunk_id)
+
+    def body() -> bool:
+        mode = _exactly_one({"--failed": failed, "--chunk-id": bool(ids), "--into": into is not None})
+        if mode != "--into" and (model is not None or drop_old):
+            raise InputError("--model and --drop-old only go with --into")
+        with engine_for() as engine:
+            if mode == "--into":
+                assert into is not None
+                payload = engine.reindex_into(into, model=model, drop_old=drop_old).to_dict()
+                ok = True
+            else:
+                payload = engine.reindex_failed() if mode == "--failed" else engine.reindex_chunks(ids)
+                ok = not any(payload["failed"].values())
+        if as_json:
+            emit_json(payload)
+        else:
+            _show(f"reindex {mode}", payload)
+        return ok
+
+    if not guarded(body):
+        raise typer.Exit(1)
+
+
+@app.command()
+def delete(
+    doc_id: Annotated[int | None, typer.Option("--doc-id", help="Delete one document and its chunks.")] = None,
+    chunk_id: ChunkIds = None,
+    source: Annotated[
+        Path | None, typer.Option("--source", help="Delete the documents of this file, or of every file under it.")
+    ] = None,
+    user_id: Annotated[int, typer.Option("--user-id", help="Tenant of --source (and scope of --doc-id).")] = 1,
+    set_id: Annotated[int, typer.Option("--set-id", help="Document set of --source.")] = 1,
+    as_json: Json = False,
+) -> None:
+    """Delete by --doc-id N, --chunk-id ID... or --source PATH: gone from search at once, then purged from the index.
+
+    A purge that fails is retried by `ragindex repair` (the chunks are already out of search).
+    """
+    ids = _ids(chunk_id)
+
+    def body() -> None:
+        mode = _exactly_one({"--doc-id": doc_id is not None, "--chunk-id": bool(ids), "--source": source is not None})
+        with engine_for() as engine:
+            if mode == "--doc-id":
+                assert doc_id is not None
+                payload = engine.delete_document(doc_id, user_id=user_id)
+            elif mode == "--chunk-id":
+                payload = engine.delete_chunks(ids)
+            else:
+                assert source is not None
+                payload = engine.delete_source(source, user_id=user_id, set_id=set_id)
+        if as_json:
+            emit_json(payload)
+        else:
+            _show(f"delete {mode}", payload)
+
+    guarded(body)
+
+
+@app.command("update-chunk")
+def update_chunk(
+    chunk_id: Annotated[str, typer.Argument(help="The chunk to edit.")],
+    text: Annotated[str | None, typer.Option("--text", help="New content.")] = None,
+    file: Annotated[Path | None, typer.Option("--file", help="Read the new content from a UTF-8 file.")] = None,
+    as_json: Json = False,
+) -> None:
+    """Replace a chunk's content (--text T or --file F); only a real change is re-embedded, under the same id.
+
+    Exit code 1 when the new copies could not be written (the chunk stays FAILED for repair).
+    """
+
+    def body() -> bool:
+        _exactly_one({"--text": text is not None, "--file": file is not None})
+        content = text
+        if file is not None:
+            try:
+                content = file.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InputError(f"cannot read {file}: {exc}", path=str(file)) from exc
+        with engine_for() as engine:
+            payload = engine.update_chunk(chunk_id, content)
+        if as_json:
+            emit_json(payload)
+        else:
+            _show("update-chunk", payload)
+        return bool(payload["ok"])
+
+    if not guarded(body):
+        raise typer.Exit(1)
