@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from sqlalchemy import Connection, Engine, inspect, select
+from sqlalchemy import Connection, Engine, inspect, select, text
 
 from ragindex.store import schema
 
@@ -27,7 +27,42 @@ def m001_initial_schema(conn: Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[tuple[str, Migration], ...] = (("m001_initial_schema", m001_initial_schema),)
+def m002_mysql_exact_keys_and_times(conn: Connection) -> None:
+    """MySQL/MariaDB: binary collation and microsecond timestamps on tables m001 made without them.
+
+    Keys (model keys, collection names, job ids) must compare case and emoji sensitively, and a
+    timestamp must not be truncated to whole seconds; the server defaults (utf8mb4_general_ci,
+    DATETIME) do neither. No-op on other dialects and on tables made from the current ``schema.py``.
+    """
+    if conn.dialect.name not in ("mysql", "mariadb"):
+        return
+    tables = text("SELECT TABLE_NAME, TABLE_COLLATION FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()")
+    collations: dict[str, str] = {str(name): str(collation) for name, collation in conn.execute(tables)}
+    columns = text(
+        "SELECT TABLE_NAME, COLUMN_NAME, DATETIME_PRECISION FROM information_schema.COLUMNS "
+        "WHERE TABLE_SCHEMA = DATABASE() AND DATA_TYPE = 'datetime'"
+    )
+    precision = {(str(t), str(c)): int(p or 0) for t, c, p in conn.execute(columns)}
+    for table in schema.metadata.sorted_tables:
+        if table.name not in collations:
+            continue
+        if collations[table.name] != schema.MYSQL_COLLATION:
+            conn.execute(
+                text(
+                    f"ALTER TABLE {table.name} CONVERT TO CHARACTER SET {schema.MYSQL_CHARSET} "
+                    f"COLLATE {schema.MYSQL_COLLATION}"
+                )
+            )
+        coarse = [c for c in table.columns if precision.get((table.name, c.name), 6) < 6]
+        if coarse:
+            changes = ", ".join(f"MODIFY {c.name} DATETIME(6) {'NULL' if c.nullable else 'NOT NULL'}" for c in coarse)
+            conn.execute(text(f"ALTER TABLE {table.name} {changes}"))
+
+
+MIGRATIONS: tuple[tuple[str, Migration], ...] = (
+    ("m001_initial_schema", m001_initial_schema),
+    ("m002_mysql_exact_keys_and_times", m002_mysql_exact_keys_and_times),
+)
 
 
 def apply_migrations(engine: Engine) -> list[str]:

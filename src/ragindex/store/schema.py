@@ -1,10 +1,16 @@
 """Tables of the SQL truth store (SQLAlchemy Core; portable across SQLite, MySQL/MariaDB and PostgreSQL).
 
 Long strings that must be unique are indexed through a sha256 key column, because
-MySQL cannot index long VARCHARs; timestamps are UTC.
+MySQL cannot index long VARCHARs; timestamps are UTC, with microseconds. On MySQL/MariaDB every table is
+utf8mb4 with the binary collation, so that keys compare byte for byte as on SQLite and
+PostgreSQL (the server default, e.g. utf8mb4_general_ci, ignores case and trailing spaces
+and treats every emoji as equal, which would let two model keys share cached vectors).
+Binary collations still pad spaces there: trailing spaces of a key do not count on MySQL.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -29,12 +35,24 @@ metadata = MetaData()
 LongText = Text().with_variant(mysql.LONGTEXT(), "mysql", "mariadb")
 LongBlob = LargeBinary().with_variant(mysql.LONGBLOB(), "mysql", "mariadb")
 Id = BigInteger().with_variant(Integer(), "sqlite")  # SQLite autoincrements only INTEGER PRIMARY KEY
+# MySQL's DATETIME keeps whole seconds unless asked for microseconds ("changed since t" queries need them)
+Timestamp = DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
+
+MYSQL_CHARSET = "utf8mb4"
+MYSQL_COLLATION = "utf8mb4_bin"
+# the option prefix is the dialect's name: "mysql" for mysql:// URLs (also on MariaDB), "mariadb" for mariadb://
+_TABLE_OPTIONS: dict[str, Any] = {
+    f"{dialect}_{option}": value
+    for dialect in ("mysql", "mariadb")
+    for option, value in (("charset", MYSQL_CHARSET), ("collate", MYSQL_COLLATION))
+}
 
 schema_migrations = Table(
     "schema_migrations",
     metadata,
     Column("name", String(128), primary_key=True),
-    Column("applied_at", DateTime, nullable=False),
+    Column("applied_at", Timestamp, nullable=False),
+    **_TABLE_OPTIONS,
 )
 
 documents = Table(
@@ -57,11 +75,12 @@ documents = Table(
     Column("error", Text),
     Column("chunk_count", Integer, nullable=False, default=0),
     Column("metadata", JSON),
-    Column("created_at", DateTime, nullable=False),
-    Column("updated_at", DateTime, nullable=False),
+    Column("created_at", Timestamp, nullable=False),
+    Column("updated_at", Timestamp, nullable=False),
     UniqueConstraint("user_id", "set_id", "source_key", name="uq_documents_source"),
     Index("ix_documents_file", "user_id", "set_id", "file_key"),
     Index("ix_documents_tenant", "user_id", "set_id", "lifecycle_status"),
+    **_TABLE_OPTIONS,
 )
 
 chunks = Table(
@@ -88,19 +107,20 @@ chunks = Table(
     Column("lifecycle_status", String(16), nullable=False),
     Column("attempts", Integer, nullable=False, default=0),
     Column("last_error", Text),
-    Column("claimed_at", DateTime),
+    Column("claimed_at", Timestamp),
     Column("dense_claim", String(32)),
     Column("bm25_claim", String(32)),
     Column("sparse_claim", String(32)),
-    Column("purged_at", DateTime),
-    Column("created_at", DateTime, nullable=False),
-    Column("updated_at", DateTime, nullable=False),
+    Column("purged_at", Timestamp),
+    Column("created_at", Timestamp, nullable=False),
+    Column("updated_at", Timestamp, nullable=False),
     Index("ix_chunks_doc", "doc_id", "lifecycle_status"),
     Index("ix_chunks_tenant", "user_id", "set_id"),
     Index("ix_chunks_dense", "dense_status", "lifecycle_status"),
     Index("ix_chunks_bm25", "bm25_status", "lifecycle_status"),
     Index("ix_chunks_sparse", "sparse_status", "lifecycle_status"),
     Index("ix_chunks_bucket", "bucket_id", "lifecycle_status"),
+    **_TABLE_OPTIONS,
 )
 
 pipeline_runs = Table(
@@ -123,11 +143,12 @@ pipeline_runs = Table(
     Column("sparse_ms", Float),
     Column("total_ms", Float),
     Column("error", Text),
-    Column("started_at", DateTime, nullable=False),
-    Column("finished_at", DateTime),
+    Column("started_at", Timestamp, nullable=False),
+    Column("finished_at", Timestamp),
     Index("ix_runs_doc", "doc_id"),
     Index("ix_runs_job", "job_id"),
     Index("ix_runs_status", "status"),
+    **_TABLE_OPTIONS,
 )
 
 embedding_cache = Table(
@@ -137,7 +158,8 @@ embedding_cache = Table(
     Column("content_hash", String(64), primary_key=True),
     Column("dim", Integer, nullable=False),
     Column("vector", LongBlob, nullable=False),
-    Column("created_at", DateTime, nullable=False),
+    Column("created_at", Timestamp, nullable=False),
+    **_TABLE_OPTIONS,
 )
 
 index_meta = Table(
@@ -151,6 +173,7 @@ index_meta = Table(
     Column("sparse_model", String(512)),
     Column("bm25_config", JSON),
     Column("chunker_config", JSON),
-    Column("created_at", DateTime, nullable=False),
-    Column("updated_at", DateTime, nullable=False),
+    Column("created_at", Timestamp, nullable=False),
+    Column("updated_at", Timestamp, nullable=False),
+    **_TABLE_OPTIONS,
 )
