@@ -82,7 +82,9 @@ class SentenceTransformerDenseEncoder:
     @property
     def dimension(self) -> int:
         """Embedding dimension (loads the model)."""
-        dim = self._load().get_sentence_embedding_dimension()
+        model = self._load()
+        getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        dim = getter()
         if dim is None:
             raise ConfigurationError(f"model {self.model_name!r} does not report its embedding dimension")
         return int(dim)
