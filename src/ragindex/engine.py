@@ -8,7 +8,7 @@ use, so a no-op ingest or ``status`` never loads torch.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from ragindex.encoders.protocol import DenseEncoder
     from ragindex.index.protocol import VectorIndex
     from ragindex.pipeline.indexer import Indexer
+    from ragindex.pipeline.manage import ChunkManager
+    from ragindex.pipeline.reindex import ReindexReport
+    from ragindex.pipeline.repair import Repairer, RepairReport
     from ragindex.pipeline.sync import IngestReport, ProgressFn
     from ragindex.pipeline.verify import VerifyReport
     from ragindex.types import SearchResult
@@ -256,3 +259,165 @@ class Engine:
         from ragindex.pipeline.verify import verify
 
         return verify(self.store, self.index, self.read_collection(), self.settings.bucket_count, tuple(self.sparse))
+
+    # ------------------------------------------------------------------ chunk management, repair, reindex
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """Enabled vector kinds in stage order (dense first)."""
+        return ("dense", *self.sparse)
+
+    def _active_indexer(self) -> Indexer | None:
+        """Index stages bound to the ACTIVE collection, or None when no collection was recorded yet."""
+        collection = self.read_collection()
+        return self.indexer(collection) if collection is not None else None
+
+    def _chunk_manager(self) -> ChunkManager:
+        from ragindex.pipeline.manage import ChunkManager
+
+        return ChunkManager(self.store, self._active_indexer, self.kinds)
+
+    def update_chunk(
+        self, chunk_id: str, content: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Edit one chunk (seed 4.4): unchanged content re-embeds nothing; changed content is re-indexed in place.
+
+        The chunk keeps its id (the index point id); ``reembedded`` says whether its copies were rewritten.
+        Raises NotFoundError for an unknown or deleted chunk.
+        """
+        return self._chunk_manager().update_chunk(chunk_id, content, metadata)
+
+    def delete_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Any]:
+        """Delete chunks (seed 4.5): REMOVED in the truth store first (gone from search), then purged from the index.
+
+        Returns counts ``{removed, purged, purge_failed, ...}``; a failed purge is left for :meth:`repair`.
+        """
+        return self._chunk_manager().delete_chunks(chunk_ids)
+
+    def delete_document(self, doc_id: int, *, user_id: int | None = None) -> dict[str, Any]:
+        """Delete a document and its chunks (see :meth:`delete_chunks`)."""
+        return self._chunk_manager().delete_document(doc_id, user_id=user_id)
+
+    def delete_source(self, path: str | Path, *, user_id: int = 1, set_id: int = 1) -> dict[str, Any]:
+        """Delete the documents of (user_id, set_id) whose file is ``path`` or lies under that folder."""
+        from ragindex.retrieval.search import validate_ids
+
+        validate_ids(user_id=user_id, set_id=set_id)
+        return self._chunk_manager().delete_source(path, user_id=user_id, set_id=set_id)
+
+    def _repairer(self, stale_seconds: float | None = None) -> Repairer:
+        from ragindex.encoders.cached import CachedDenseEncoder
+        from ragindex.pipeline.reindex import CollectionBuilder
+        from ragindex.pipeline.repair import Repairer
+
+        builders: list[tuple[IndexMeta, CollectionBuilder | None]] = []
+        for meta in self.store.list_index_meta():
+            if meta.state != "BUILDING":
+                continue
+            builder = None
+            if meta.dense_fingerprint == self.dense.fingerprint:
+                builder = CollectionBuilder(
+                    self.store,
+                    self.index,
+                    meta.collection,
+                    CachedDenseEncoder(self.dense, self.store),
+                    self.sparse,
+                    bucket_count=self.settings.bucket_count,
+                    batch_size=self.settings.embed_batch_size,
+                )
+            builders.append((meta, builder))
+        return Repairer(
+            self.store,
+            self.index,
+            self._active_indexer(),
+            self.kinds,
+            bucket_count=self.settings.bucket_count,
+            max_attempts=self.settings.max_attempts,
+            stale_seconds=self.settings.indexing_stale_seconds if stale_seconds is None else stale_seconds,
+            builders=builders,
+        )
+
+    def repair(self, dry_run: bool = False, *, stale_seconds: float | None = None) -> RepairReport:
+        """Converge the index copies to the truth store (seed 4.6); ``dry_run`` only reports.
+
+        Stale INDEXING claims, FAILED chunks below ``max_attempts``, REMOVED chunks not yet purged,
+        SUCCESS copies missing from the index and orphan points, in the ACTIVE collection and in a
+        collection being built by ``reindex --into``. ``stale_seconds`` overrides
+        ``indexing_stale_seconds``.
+        """
+        return self._repairer(stale_seconds).run(dry_run=dry_run)
+
+    def repair_stale_indexing(self, limit: int | None = None, *, stale_seconds: float | None = None) -> dict[str, Any]:
+        """Release INDEXING claims older than the stale timeout (up to ``limit`` per kind), then index those chunks."""
+        from ragindex.pipeline.repair import index_chunks
+
+        released = self._repairer(stale_seconds).release_stale(limit=limit)
+        ids = list(dict.fromkeys(cid for kind_ids in released.values() for cid in kind_ids))
+        out: dict[str, Any] = {"released": {k: len(v) for k, v in released.items()}, "chunk_ids": ids[:10]}
+        indexer = self._active_indexer() if ids else None
+        if indexer is not None:
+            results = index_chunks(self.store, indexer, chunk_ids=ids)
+            out["indexed"] = {k: len(r.indexed) for k, r in results.items()}
+            out["failed"] = {k: len(r.failed) for k, r in results.items()}
+        return out
+
+    def reindex_failed(self, ids: Sequence[str] | None = None) -> dict[str, Any]:
+        """Explicit retry (seed 4.6): FAILED copies (all, or of ``ids``) go back to PENDING whatever their attempts.
+
+        Then exactly those chunks are indexed. Unknown or deleted ids raise NotFoundError before anything changes.
+        """
+        from ragindex.pipeline.repair import explicit_reindex
+
+        return explicit_reindex(self.store, self.indexer, self.kinds, ids, from_statuses=("FAILED",))
+
+    def reindex_chunks(self, ids: Sequence[str]) -> dict[str, Any]:
+        """Rebuild the copies of the given chunks, FAILED or SUCCESS (an INDEXING claim is left to its owner)."""
+        from ragindex.pipeline.repair import explicit_reindex
+
+        return explicit_reindex(self.store, self.indexer, self.kinds, ids, from_statuses=("FAILED", "SUCCESS"))
+
+    def reindex_into(
+        self,
+        name: str,
+        model: str | None = None,
+        drop_old: bool = False,
+        *,
+        progress: Callable[[str, int], None] | None = None,
+    ) -> ReindexReport:
+        """Build collection ``name`` from the truth store, then make it the one searches read (seed 9.7).
+
+        Args:
+            name: New collection name (``^[A-Za-z][A-Za-z0-9_]{0,40}$``, must not exist; a BUILDING one
+                with the same model is resumed).
+            model: Dense model of the new collection (default: the configured one; with the same model the
+                embedding cache is reused and nothing is re-embedded). With another model, every process
+                must run with ``RAGINDEX_DENSE_MODEL=<model>`` after the switch.
+            drop_old: Drop the previously ACTIVE collection once the new one is active.
+            progress: Called with (kind, copies written) after each batch.
+        """
+        from ragindex.encoders.cached import CachedDenseEncoder
+        from ragindex.pipeline.reindex import CollectionBuilder, reindex_into, validate_collection_name
+
+        validate_collection_name(name)
+        encoder = self.dense
+        if model is not None and model != self.settings.dense_model:
+            encoder = factory.build_dense_encoder(self.settings, model)
+            if encoder.fingerprint != self.dense.fingerprint:
+                _ = encoder.dimension  # load it now: a wrong model name fails before anything is recorded
+        builder = CollectionBuilder(
+            self.store,
+            self.index,
+            name,
+            CachedDenseEncoder(encoder, self.store),
+            self.sparse,
+            bucket_count=self.settings.bucket_count,
+            batch_size=self.settings.embed_batch_size,
+            progress=progress,
+        )
+        return reindex_into(
+            self.store,
+            self.index,
+            self._meta_for(name, state="BUILDING", dense=encoder),
+            builder,
+            drop_old=drop_old,
+            configured_fingerprint=self.dense.fingerprint,
+        )

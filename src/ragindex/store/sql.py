@@ -914,6 +914,28 @@ class SqlTruthStore:
                 ).scalar_one()
             )
 
+    # ------------------------------------------------------------------ repair and reindex helpers
+    def stale_claims(self, kind: str, older_than_seconds: float, *, limit: int | None = None) -> list[str]:
+        """Ids that :meth:`release_stale` would release now (read-only: repair's dry run)."""
+        status = _status_col(kind)
+        cutoff = utcnow() - timedelta(seconds=older_than_seconds)
+        query = select(_CH.chunk_id).where(status == IndexStatus.INDEXING, _CH.claimed_at < cutoff)
+        with self._tx() as conn:
+            return [r[0] for r in conn.execute(query.limit(limit) if limit else query)]
+
+    def chunk_ids_updated_since(self, since: datetime) -> list[str]:
+        """Ids of ACTIVE chunks whose row changed at or after ``since`` (naive UTC): a reindex's catch-up pass."""
+        query = select(_CH.chunk_id).where(_CH.lifecycle_status == Lifecycle.ACTIVE, _CH.updated_at >= since)
+        with self._tx() as conn:
+            return [r[0] for r in conn.execute(query)]
+
+    def index_meta_created_at(self, collection: str) -> datetime | None:
+        """When a collection's metadata was first recorded (a reindex build's start), or None."""
+        t = schema.index_meta.c
+        with self._tx() as conn:
+            row = conn.execute(select(t.created_at).where(t.collection == collection)).first()
+        return row[0] if row else None
+
 
 def _claimable(kind: str, statuses: Sequence[str], max_attempts: int | None) -> list[Any]:
     """Conditions of an ACTIVE chunk whose ``kind`` copy may be claimed (bm25/sparse need dense SUCCESS)."""

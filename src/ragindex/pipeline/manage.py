@@ -1,0 +1,160 @@
+"""Chunk management: edit one chunk, delete chunks, a document or the documents of a source (seed 4.4, 4.5).
+
+*Update*: unchanged content re-embeds nothing (only metadata is merged, when given); changed
+content goes through the state machine (every enabled kind back to PENDING), then the index
+stages run for exactly that chunk, so its copies are rewritten under the same point id.
+
+*Delete*: the truth store flips the rows to REMOVED first, so the chunks leave search at once
+(retrieval backfill drops every hit whose chunk is not ACTIVE); then the index copies are
+purged, idempotently. A purge that fails leaves the rows REMOVED with ``purged_at`` NULL, and
+``repair`` purges them later (the index copy is never the only record of a delete).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ragindex.errors import NotFoundError, ValidationError
+from ragindex.pipeline.indexer import Indexer
+from ragindex.store.records import ChunkRow
+from ragindex.store.sql import SqlTruthStore
+from ragindex.store.states import IndexStatus, Lifecycle
+
+log = logging.getLogger(__name__)
+
+SAMPLE = 20  # ids listed in a result (counts are always complete)
+
+
+class ChunkManager:
+    """Update and delete operations over the truth store and the ACTIVE collection.
+
+    Args:
+        store: The truth store.
+        indexer: Returns an Indexer bound to the ACTIVE collection, or None when no collection exists yet.
+        kinds: Enabled vector kinds in stage order (``dense`` first).
+    """
+
+    def __init__(self, store: SqlTruthStore, indexer: Callable[[], Indexer | None], kinds: Sequence[str]) -> None:
+        self.store = store
+        self._indexer_factory = indexer
+        self._indexer: Indexer | None = None
+        self.kinds = tuple(kinds)
+
+    def _get_indexer(self) -> Indexer | None:
+        if self._indexer is None:
+            self._indexer = self._indexer_factory()
+        return self._indexer
+
+    # ------------------------------------------------------------------ update
+    def update_chunk(
+        self, chunk_id: str, content: str | None = None, metadata: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Replace a chunk's content and/or merge metadata; re-embed only if the content changed."""
+        if content is None and metadata is None:
+            raise ValidationError("content", "give new content, metadata, or both")
+        if content is not None and not content.strip():
+            raise ValidationError("content", "must not be empty (delete the chunk instead)")
+        self._active_chunk(chunk_id)
+        if metadata:
+            self.store.update_chunk_metadata(chunk_id, metadata)
+        changed = self.store.update_chunk_content(chunk_id, content, self.kinds) if content is not None else False
+        failed: dict[str, str] = {}
+        computed = reused = 0
+        if changed:
+            indexer = self._get_indexer()
+            if indexer is None:  # pragma: no cover - a chunk exists only once a collection was recorded
+                raise NotFoundError("no ACTIVE collection to index into; run `ragindex ingest` first")
+            for kind in indexer.kinds:
+                rows = self.store.pending_chunks(kind, chunk_ids=[chunk_id])
+                result = indexer.run(kind, rows)
+                if result.failed:
+                    failed[kind] = next(iter(result.failed.values()))
+                if result.skipped:
+                    failed[kind] = "claimed by another worker; it finishes the chunk"
+            computed, reused = indexer.dense_counts()
+        row = self._active_chunk(chunk_id)
+        statuses = {k: row.status_of(k) for k in self.kinds}
+        return {
+            "chunk_id": chunk_id,
+            "content_changed": changed,
+            "reembedded": changed and not failed,
+            "metadata_updated": bool(metadata),
+            "statuses": statuses,
+            "embedded": computed,
+            "reused": reused,
+            "failed": failed,
+            "ok": not failed and all(s in (None, IndexStatus.SUCCESS) for s in statuses.values()),
+        }
+
+    def _active_chunk(self, chunk_id: str) -> ChunkRow:
+        rows = self.store.get_chunks([chunk_id])
+        if not rows or rows[0].lifecycle_status != Lifecycle.ACTIVE:
+            raise NotFoundError(f"chunk {chunk_id} not found (or deleted)", chunk_id=chunk_id)
+        return rows[0]
+
+    # ------------------------------------------------------------------ delete
+    def delete_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Any]:
+        """REMOVE chunks by id, then purge their index copies. Unknown ids: NotFoundError, nothing changed."""
+        ids = list(dict.fromkeys(chunk_ids))
+        if not ids:
+            raise ValidationError("chunk_ids", "give at least one chunk id")
+        rows = self.store.get_chunks(ids)
+        unknown = sorted(set(ids) - {r.chunk_id for r in rows})
+        if unknown:
+            raise NotFoundError(f"unknown chunk id(s): {', '.join(unknown[:10])}", chunk_ids=unknown[:10])
+        removed = self.store.remove_chunks(ids)
+        return self._purge(removed, ids, doc_ids=())
+
+    def delete_document(self, doc_id: int, *, user_id: int | None = None) -> dict[str, Any]:
+        """REMOVE a document and its chunks, then purge their index copies."""
+        self.store.get_document(doc_id, user_id=user_id)  # NotFoundError for unknown ids
+        removed = self.store.remove_documents([doc_id])
+        everything = [c.chunk_id for c in self.store.chunks_of_document(doc_id, include_removed=True)]
+        return self._purge(removed, everything, doc_ids=(doc_id,))
+
+    def delete_source(self, path: str | Path, *, user_id: int, set_id: int) -> dict[str, Any]:
+        """REMOVE every ACTIVE document of (user_id, set_id) whose file is ``path`` or lies under it."""
+        target = Path(path).expanduser()
+        prefix = str(target.resolve())
+        docs = self.store.find_documents_under(user_id, set_id, prefix)
+        if not docs and str(target) != prefix:  # documents recorded under the path as given
+            docs = self.store.find_documents_under(user_id, set_id, str(target))
+        if not docs:
+            raise NotFoundError(
+                f"no document of user {user_id}, set {set_id} comes from {prefix}", path=prefix, user_id=user_id
+            )
+        doc_ids = [d.doc_id for d in docs]
+        removed = self.store.remove_documents(doc_ids)
+        everything = [c.chunk_id for d in doc_ids for c in self.store.chunks_of_document(d, include_removed=True)]
+        return self._purge(removed, everything, doc_ids=tuple(doc_ids))
+
+    def _purge(self, removed: Sequence[str], candidates: Iterable[str], *, doc_ids: Sequence[int]) -> dict[str, Any]:
+        """Purge the index copies of the REMOVED, not yet purged chunks among ``candidates``."""
+        wanted = set(candidates)
+        rows = [r for r in self.store.removed_unpurged() if r.chunk_id in wanted] if wanted else []
+        purged, failed = purge_rows(self.store, self._get_indexer(), rows)
+        return {
+            "removed": len(removed),
+            "purged": len(purged),
+            "purge_failed": len(failed),
+            "doc_ids": list(doc_ids),
+            "chunk_ids": list(removed[:SAMPLE]),
+            "errors": sorted(set(failed.values()))[:5],
+            "next_action": "ragindex repair" if failed else None,
+        }
+
+
+def purge_rows(
+    store: SqlTruthStore, indexer: Indexer | None, rows: Sequence[ChunkRow]
+) -> tuple[list[str], dict[str, str]]:
+    """Purge REMOVED rows from the ACTIVE collection; with no collection there is nothing to delete."""
+    if not rows:
+        return [], {}
+    if indexer is None:
+        ids = [r.chunk_id for r in rows]
+        store.mark_purged(ids)
+        return ids, {}
+    return indexer.purge(rows)

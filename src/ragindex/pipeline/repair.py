@@ -1,0 +1,381 @@
+"""Repair (seed section 4.6): converge the index copies to the truth store, whatever was interrupted.
+
+One :meth:`Repairer.run` handles, for the ACTIVE collection:
+
+============================  =============================================================
+found                         done
+============================  =============================================================
+stale INDEXING claims         released to PENDING (claimed_at older than the stale timeout)
+REMOVED rows not yet purged   their index copies deleted, then ``purged_at`` recorded
+SUCCESS, point missing        dense and every sparse kind reset to PENDING
+SUCCESS, named vector missing that kind reset to PENDING
+orphan points                 deleted (points with no ACTIVE truth row)
+PENDING, FAILED < max         indexed (dense first, then the sparse kinds)
+FAILED >= max_attempts        left alone and counted: only an explicit reindex retries them
+============================  =============================================================
+
+and converges a BUILDING collection (a ``reindex --into`` in progress) the same way, without
+touching the status columns (they describe the ACTIVE collection). ``dry_run`` computes
+every count and sample without changing anything.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragindex.errors import NotFoundError, ValidationError
+from ragindex.index.protocol import VectorIndex
+from ragindex.pipeline.indexer import Indexer, StageResult
+from ragindex.pipeline.manage import purge_rows
+from ragindex.pipeline.reindex import CollectionBuilder
+from ragindex.store.records import IndexMeta
+from ragindex.store.sql import SqlTruthStore
+from ragindex.store.states import IndexStatus, Lifecycle
+
+log = logging.getLogger(__name__)
+
+SAMPLE = 10
+_ID_BATCH = 500
+
+
+def _counts(kinds: Sequence[str]) -> dict[str, int]:
+    return dict.fromkeys(kinds, 0)
+
+
+@dataclass
+class RepairReport:
+    """What repair found (and, unless ``dry_run``, fixed); ``samples`` holds a few ids per category."""
+
+    dry_run: bool
+    collection: str | None
+    kinds: tuple[str, ...]
+    stale: dict[str, int] = field(default_factory=dict)
+    pending: dict[str, int] = field(default_factory=dict)
+    failed_retried: dict[str, int] = field(default_factory=dict)
+    failed_exhausted: dict[str, int] = field(default_factory=dict)
+    missing: dict[str, int] = field(default_factory=dict)
+    orphans: int = 0
+    unpurged: int = 0
+    purged: int = 0
+    purge_failed: int = 0
+    indexed: dict[str, int] = field(default_factory=dict)
+    index_failed: dict[str, int] = field(default_factory=dict)
+    building: list[dict[str, Any]] = field(default_factory=list)
+    samples: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    notes: list[str] = field(default_factory=list)
+    duration_ms: float = 0.0
+
+    def __post_init__(self) -> None:
+        for counts in (
+            self.stale,
+            self.pending,
+            self.failed_retried,
+            self.failed_exhausted,
+            self.missing,
+            self.indexed,
+            self.index_failed,
+        ):
+            for kind in self.kinds:
+                counts.setdefault(kind, 0)
+
+    def sample(self, key: str, ids: Sequence[str]) -> None:
+        """Keep a few example ids per category."""
+        room = SAMPLE - len(self.samples[key])
+        if room > 0:
+            self.samples[key].extend(ids[:room])
+
+    @property
+    def ok(self) -> bool:
+        """Nothing failed during this repair (a dry run is always ok)."""
+        if self.dry_run:
+            return True
+        building_failed = any(b.get("failed") for b in self.building)
+        return not any(self.index_failed.values()) and not self.purge_failed and not building_failed
+
+    @property
+    def found(self) -> int:
+        """How many problems were found (a healthy system: 0)."""
+        return int(
+            sum(self.stale.values())
+            + sum(self.pending.values())
+            + sum(self.failed_retried.values())
+            + sum(self.missing.values())
+            + self.orphans
+            + self.unpurged
+            + sum(b.get("work", 0) for b in self.building)
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON printed by ``ragindex repair --json``."""
+        return {
+            "ok": self.ok,
+            "dry_run": self.dry_run,
+            "collection": self.collection,
+            "found": self.found,
+            "stale_indexing": self.stale,
+            "pending": self.pending,
+            "failed_retried": self.failed_retried,
+            "failed_exhausted": self.failed_exhausted,
+            "missing": self.missing,
+            "orphans": self.orphans,
+            "removed_unpurged": self.unpurged,
+            "purged": self.purged,
+            "purge_failed": self.purge_failed,
+            "indexed": self.indexed,
+            "index_failed": self.index_failed,
+            "building": self.building,
+            "samples": {k: v for k, v in self.samples.items() if v},
+            "notes": self.notes,
+            "duration_ms": round(self.duration_ms, 1),
+        }
+
+
+def index_chunks(
+    store: SqlTruthStore,
+    indexer: Indexer,
+    *,
+    chunk_ids: Sequence[str] | None = None,
+    max_attempts: int | None = None,
+) -> dict[str, StageResult]:
+    """Run every index stage (dense first) over the claimable chunks, or only over ``chunk_ids``."""
+    results: dict[str, StageResult] = {}
+    for kind in indexer.kinds:
+        if chunk_ids is None:
+            rows = store.pending_chunks(kind, max_attempts=max_attempts)
+        else:
+            ids = list(dict.fromkeys(chunk_ids))
+            rows = [
+                row
+                for start in range(0, len(ids), _ID_BATCH)
+                for row in store.pending_chunks(
+                    kind, chunk_ids=ids[start : start + _ID_BATCH], max_attempts=max_attempts
+                )
+            ]
+        results[kind] = indexer.run(kind, rows)
+    return results
+
+
+def _stage_summary(results: Mapping[str, StageResult]) -> dict[str, Any]:
+    failed = {cid: err for r in results.values() for cid, err in r.failed.items()}
+    return {
+        "indexed": {k: len(r.indexed) for k, r in results.items()},
+        "failed": {k: len(r.failed) for k, r in results.items()},
+        "failed_ids": sorted(failed)[:SAMPLE],
+        "errors": sorted(set(failed.values()))[:5],
+    }
+
+
+class Repairer:
+    """Compensation over the truth store, the ACTIVE collection and a BUILDING one.
+
+    Args:
+        store: The truth store.
+        index: The vector index.
+        indexer: Index stages bound to the ACTIVE collection (None: no collection yet).
+        kinds: Enabled vector kinds, dense first.
+        bucket_count: Tenant buckets.
+        max_attempts: Automatic retries per chunk; FAILED rows at this count are left for an explicit reindex.
+        stale_seconds: INDEXING claims older than this are released.
+        builders: For each BUILDING collection, a builder that can write into it (None: its model is
+            not the configured one, so repair can only report it).
+    """
+
+    def __init__(
+        self,
+        store: SqlTruthStore,
+        index: VectorIndex,
+        indexer: Indexer | None,
+        kinds: Sequence[str],
+        *,
+        bucket_count: int,
+        max_attempts: int,
+        stale_seconds: float,
+        builders: Sequence[tuple[IndexMeta, CollectionBuilder | None]] = (),
+    ) -> None:
+        self.store = store
+        self.index = index
+        self.indexer = indexer
+        self.kinds = tuple(kinds)
+        self.bucket_count = bucket_count
+        self.max_attempts = max_attempts
+        self.stale_seconds = stale_seconds
+        self.builders = list(builders)
+
+    # ------------------------------------------------------------------ pieces
+    def release_stale(self, *, limit: int | None = None, dry_run: bool = False) -> dict[str, list[str]]:
+        """Stale INDEXING claims per kind, released to PENDING unless ``dry_run``."""
+        out: dict[str, list[str]] = {}
+        for kind in self.kinds:
+            if dry_run:
+                out[kind] = self.store.stale_claims(kind, self.stale_seconds, limit=limit)
+            else:
+                out[kind] = self.store.release_stale(kind, self.stale_seconds, limit=limit)
+        return out
+
+    def _buckets(self, collection: str) -> list[int]:
+        in_index = {b for b in range(self.bucket_count) if self.index.has_bucket(collection, b)}
+        return sorted(set(self.store.buckets_in_use()) | in_index)
+
+    def _scan(self, collection: str, report: RepairReport, skip: set[str], *, dry_run: bool) -> None:
+        """Missing copies (reset to PENDING) and orphan points (deleted), bucket by bucket.
+
+        The index is read before the truth store: a point written concurrently always has its
+        truth row first, so it is never taken for an orphan.
+        """
+        sparse = [k for k in self.kinds if k != "dense"]
+        for bucket in self._buckets(collection):
+            present = self.index.vectors_present(collection, bucket)
+            expected = self.store.expected_points(bucket)
+            orphans = sorted(cid for cid in present if cid not in expected and cid not in skip)
+            no_point = sorted(
+                cid
+                for cid, statuses in expected.items()
+                if cid not in present and any(statuses.get(k) == IndexStatus.SUCCESS for k in self.kinds)
+            )
+            no_vector = {
+                kind: sorted(
+                    cid
+                    for cid, statuses in expected.items()
+                    if cid in present and statuses.get(kind) == IndexStatus.SUCCESS and kind not in present[cid]
+                )
+                for kind in sparse
+            }
+            report.orphans += len(orphans)
+            report.sample("orphans", orphans)
+            report.missing["dense"] += len(no_point)
+            report.sample("missing_dense", no_point)
+            for kind, ids in no_vector.items():
+                report.missing[kind] += len(ids)
+                report.sample(f"missing_{kind}", ids)
+            if dry_run:
+                continue
+            if no_point:  # the whole point is gone: every kind must be written again
+                self.store.reset_status(no_point, self.kinds, from_statuses=(IndexStatus.SUCCESS,))
+            for kind, ids in no_vector.items():
+                if ids:
+                    self.store.reset_status(ids, [kind], from_statuses=(IndexStatus.SUCCESS,))
+            if orphans:
+                self.index.delete_points(collection, bucket, orphans)
+
+    def _index(self, report: RepairReport, *, dry_run: bool) -> None:
+        for kind in self.kinds:
+            failed = self.store.pending_chunks(kind, statuses=(IndexStatus.FAILED,))
+            exhausted = [r.chunk_id for r in failed if r.attempts >= self.max_attempts]
+            report.failed_exhausted[kind] = len(exhausted)
+            report.sample(f"failed_exhausted_{kind}", exhausted)
+            if dry_run or self.indexer is None:
+                pending = self.store.pending_chunks(kind, statuses=(IndexStatus.PENDING,))
+                report.pending[kind] = len(pending)
+                report.failed_retried[kind] = len(failed) - len(exhausted)
+                report.sample(f"pending_{kind}", [r.chunk_id for r in pending])
+                continue
+            rows = self.store.pending_chunks(kind, max_attempts=self.max_attempts)
+            retried = [r.chunk_id for r in rows if r.status_of(kind) == IndexStatus.FAILED]
+            report.failed_retried[kind] = len(retried)
+            report.pending[kind] = len(rows) - len(retried)
+            report.sample(f"failed_retried_{kind}", retried)
+            result = self.indexer.run(kind, rows)
+            report.indexed[kind] = len(result.indexed)
+            report.index_failed[kind] = len(result.failed)
+            report.sample(f"index_failed_{kind}", sorted(result.failed))
+        if any(report.failed_exhausted.values()):
+            report.notes.append(
+                "chunks FAILED max_attempts times are left alone; retry them with `ragindex reindex --failed`"
+            )
+
+    def _building(self, report: RepairReport, *, dry_run: bool) -> None:
+        for meta, builder in self.builders:
+            if builder is None:
+                report.building.append({"collection": meta.collection, "skipped": True, "work": 0})
+                report.notes.append(
+                    f"collection {meta.collection!r} is being built with {meta.dense_fingerprint!r}, not the "
+                    f"configured model: resume it with `ragindex reindex --into {meta.collection} --model ...`"
+                )
+                continue
+            stats = builder.converge(dry_run=dry_run)
+            report.building.append(
+                {"collection": meta.collection, "skipped": False, "work": stats.work, **stats.to_dict()}
+            )
+
+    # ------------------------------------------------------------------ all of it
+    def run(self, *, dry_run: bool = False) -> RepairReport:
+        """Find every divergence between the truth store and the index copies; fix it unless ``dry_run``."""
+        started = time.perf_counter()
+        collection = self.indexer.collection if self.indexer is not None else None
+        report = RepairReport(dry_run=dry_run, collection=collection, kinds=self.kinds)
+        for kind, ids in self.release_stale(dry_run=dry_run).items():
+            report.stale[kind] = len(ids)
+            report.sample(f"stale_{kind}", ids)
+
+        unpurged = self.store.removed_unpurged()
+        report.unpurged = len(unpurged)
+        report.sample("removed_unpurged", [r.chunk_id for r in unpurged])
+        skip: set[str] = set()
+        if not dry_run:
+            purged, failed = purge_rows(self.store, self.indexer, unpurged)
+            report.purged, report.purge_failed = len(purged), len(failed)
+            skip = set(failed)  # still REMOVED and unpurged: the next repair retries them
+        else:
+            skip = {r.chunk_id for r in unpurged}
+
+        if collection is not None:
+            self._scan(collection, report, skip, dry_run=dry_run)
+        self._index(report, dry_run=dry_run)
+        self._building(report, dry_run=dry_run)
+        report.duration_ms = (time.perf_counter() - started) * 1000
+        return report
+
+
+def reset_for_reindex(
+    store: SqlTruthStore,
+    kinds: Sequence[str],
+    chunk_ids: Sequence[str] | None,
+    *,
+    from_statuses: Sequence[str],
+) -> list[str]:
+    """Explicit reindex: move chunks (given, or every FAILED one) back to PENDING regardless of attempts.
+
+    Unknown ids raise :class:`NotFoundError` before anything changes; REMOVED ids are refused too.
+    """
+    if chunk_ids is None:
+        ids: list[str] = []
+        for kind in kinds:
+            ids += [r.chunk_id for r in store.pending_chunks(kind, statuses=(IndexStatus.FAILED,))]
+        ids = list(dict.fromkeys(ids))
+    else:
+        ids = list(dict.fromkeys(chunk_ids))
+        if not ids:
+            raise ValidationError("chunk_ids", "give at least one chunk id")
+        rows = store.get_chunks(ids)
+        active = {r.chunk_id for r in rows if r.lifecycle_status == Lifecycle.ACTIVE}
+        unknown = sorted(set(ids) - active)
+        if unknown:
+            raise NotFoundError(f"unknown or deleted chunk id(s): {', '.join(unknown[:10])}", chunk_ids=unknown[:10])
+    for start in range(0, len(ids), _ID_BATCH):
+        store.reset_status(ids[start : start + _ID_BATCH], kinds, from_statuses=from_statuses)
+    return ids
+
+
+def explicit_reindex(
+    store: SqlTruthStore,
+    indexer: Callable[[], Indexer],
+    kinds: Sequence[str],
+    chunk_ids: Sequence[str] | None,
+    *,
+    from_statuses: Sequence[str],
+) -> dict[str, Any]:
+    """Reset (see :func:`reset_for_reindex`) then index exactly those chunks; the JSON of ``ragindex reindex``."""
+    ids = reset_for_reindex(store, kinds, chunk_ids, from_statuses=from_statuses)
+    summary: dict[str, Any] = {"chunks": len(ids), "chunk_ids": ids[:SAMPLE]}
+    if not ids:
+        summary.update(indexed=_counts(kinds), failed=_counts(kinds), failed_ids=[], errors=[], embedded=0, reused=0)
+        return summary
+    bound = indexer()
+    summary.update(_stage_summary(index_chunks(store, bound, chunk_ids=ids)))
+    summary["embedded"], summary["reused"] = bound.dense_counts()
+    return summary
