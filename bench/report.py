@@ -1,0 +1,151 @@
+"""Render docs/benchmarks.md from docs/benchmarks.json (every figure with the command that produced it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.common import REPORT, load_results, machine, now, versions
+
+
+def _f(value: float, digits: int = 2) -> str:
+    return f"{value:,.{digits}f}"
+
+
+def _machine(m: dict[str, Any]) -> str:
+    return (
+        f"{m['cpu']}, {m['cores']} cores (native bf16: {'yes' if m['native_bf16'] else 'no'}), {m['ram_gib']} GiB RAM; "
+        f"load average at start {m['loadavg_at_start']}"
+    )
+
+
+def _ingest(s: dict[str, Any]) -> list[str]:
+    raw32, raw16 = s["raw_encode"]["float32"], s["raw_encode"]["bfloat16"]
+    lines = [
+        f"SciFact corpus copy: {s['corpus_docs']:,} records -> {s['chunks']:,} chunks (default recursive chunker).",
+        "",
+        "| run | wall s | pipeline s | chunks/s | peak RSS MiB | wall / raw fp32 encode "
+        "| wall / raw encode, same precision |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for precision, run in s["ingest"].items():
+        lines.append(
+            f"| cold ingest, `RAGINDEX_DENSE_PRECISION={precision}` | {_f(run['wall_s'], 1)} "
+            f"| {_f(run['pipeline_s'], 1)} "
+            f"| {_f(run['chunks_per_s'], 1)} | {_f(run['peak_rss_mb'], 0)} "
+            f"| {_f(run['ratio_wall_vs_raw_float32_encode'])}x | {_f(run['ratio_wall_vs_raw_same_precision'])}x |"
+        )
+    for name, raw in (("float32", raw32), ("bf16 autocast", raw16)):
+        lines.append(
+            f"| raw `SentenceTransformer.encode`, {name} (one call, batch 64; model load {_f(raw['load_s'], 1)} s "
+            f"not counted) | {_f(raw['encode_s'], 1)} | | {_f(raw['texts'] / raw['encode_s'], 1)} "
+            f"| {_f(raw['peak_rss_mb'], 0)} | | |"
+        )
+    lines += ["", "Stage times of the ingests (ms):", ""]
+    for precision, run in s["ingest"].items():
+        stages = ", ".join(f"{k} {_f(v, 0)}" for k, v in run["stage_ms"].items())
+        lines.append(f"- `{precision}`: {stages}")
+    lines += ["", "Commands:", ""]
+    lines += [f"- `{run['command']}`" for run in s["ingest"].values()]
+    lines += [f"- `{raw32['command']}` and `{raw16['command']}` (texts: the chunks of the `auto` ingest, in order)"]
+    return lines
+
+
+def _noop(s: dict[str, Any]) -> list[str]:
+    ok = "met" if s["wall_s_median"] <= s["target_s"] else "missed"
+    return [
+        f"No-op re-ingest of the same corpus, whole process (start, imports, store scan), {len(s['runs'])} runs: "
+        f"median **{_f(s['wall_s_median'])} s** (min {_f(s['wall_s_min'])}, max {_f(s['wall_s_max'])}); "
+        f"inside the pipeline {_f(s['pipeline_s_median'])} s; {s['embedded']} chunks embedded; "
+        f"peak RSS {_f(s['peak_rss_mb'], 0)} MiB. Target <= {s['target_s']} s: **{ok}**. "
+        f"(`ragindex --help` alone: {_f(s['cli_help_wall_s'])} s.)",
+        "",
+        f"Command: `{s['command']}`",
+    ]
+
+
+def _change(s: dict[str, Any]) -> list[str]:
+    raw16, raw32 = s["raw_encode_changed_bf16"], s["raw_encode_changed_float32"]
+    return [
+        f"{s['records_changed']} of {s['records']:,} records rewritten (a sentence prepended to the text, so every "
+        f"chunk of those documents changes): {s['changed_chunks']} new chunks; the ingest embedded "
+        f"{s['chunks']['embedded']} and reused {s['chunks']['reused']}.",
+        "",
+        "| what | seconds |",
+        "| --- | ---: |",
+        f"| `ragindex ingest` after the change, whole process | {_f(s['wall_s'])} |",
+        f"| inside the pipeline (report `duration_ms`) | {_f(s['pipeline_s'])} |",
+        f"| raw bf16 encode of the changed chunks (model load {_f(raw16.get('load_s', 0.0))} s not counted) "
+        f"| {_f(raw16['encode_s'])} |",
+        f"| raw float32 encode of the changed chunks | {_f(raw32['encode_s'])} |",
+        "",
+        f"Peak RSS {_f(s['peak_rss_mb'], 0)} MiB. Stages (ms): "
+        + ", ".join(f"{k} {_f(v, 0)}" for k, v in s["stage_ms"].items())
+        + f". Restoring the original file re-embedded {s['restore_embedded']} chunks (embedding cache).",
+        "",
+        f"Command: `{s['command']}`",
+    ]
+
+
+def _query(s: dict[str, Any]) -> list[str]:
+    lines = [
+        "| index | points | mode | with encoding p50 / p95 ms | index only p50 / p95 ms | peak RSS MiB |",
+        "| --- | ---: | --- | ---: | ---: | ---: |",
+    ]
+    for name, size in s["sizes"].items():
+        for mode, m in size["modes"].items():
+            w, i = m["with_encoding_ms"], m["index_only_ms"]
+            lines.append(
+                f"| {name} | {size['points']:,} | {mode} | {_f(w['p50'])} / {_f(w['p95'])} "
+                f"| {_f(i['p50'])} / {_f(i['p95'])} | {_f(size['peak_rss_mb'], 0)} |"
+            )
+    lines += ["", "Commands:", ""]
+    for size in s["sizes"].values():
+        lines.append(f"- `{size['command']}` ({size['queries']} SciFact test queries, top_k 10)")
+        if size.get("build"):
+            b = size["build"]
+            lines.append(
+                f"- built by `{b['command']}`: {b['chunks']['total']:,} chunks ingested in {_f(b['ingest_s'], 1)} s "
+                f"(random dense vectors), peak RSS {_f(b['peak_rss_mb'], 0)} MiB"
+            )
+    return lines
+
+
+SECTIONS = {
+    "ingest": ("(a) Cold ingest vs raw encode", _ingest),
+    "noop": ("(b) No-op re-ingest", _noop),
+    "change": ("(c) Re-ingest after a 1% change", _change),
+    "query": ("(d) Query latency", _query),
+}
+
+
+def render() -> str:
+    results = load_results().get("sections", {})
+    lines = [
+        "# Benchmarks",
+        "",
+        "Produced by `make bench` (`python -m bench.run [ingest] [noop] [change] [query]`); raw figures in "
+        "`docs/benchmarks.json`. Every timing is wall-clock; CLI figures are child processes of the real "
+        "`ragindex` (process start, imports and model load included) and peak RSS comes from `wait4`'s rusage "
+        "(or `VmHWM` for in-process measurements).",
+        "",
+        f"Rendered {now()}. Machine now: {_machine(machine())}.",
+        "",
+        "Packages: " + ", ".join(f"{k} {v}" for k, v in versions().items()) + ".",
+        "",
+        "Settings: the defaults (all-MiniLM-L6-v2 shipped model, recursive chunker 512/64 chars, BM25 on, 4 buckets, "
+        "HNSW built once a shard has >= 20,000 points). Size knobs: `BENCH_INGEST_DOCS`, `BENCH_NOOP_REPEAT`, "
+        "`BENCH_CHANGE_PERCENT`, `BENCH_QUERIES`, `BENCH_QUERY_CHUNKS_LARGE`, `BENCH_DIR`, `BENCH_SCIFACT`.",
+        "",
+    ]
+    for key, (title, fn) in SECTIONS.items():
+        lines += [f"## {title}", ""]
+        section = results.get(key)
+        if section is None:
+            lines += ["Not run yet.", ""]
+            continue
+        lines += [f"Run {section['date']} on {_machine(section['machine'])}.", "", *fn(section), ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write() -> None:
+    REPORT.write_text(render(), encoding="utf-8")

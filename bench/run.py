@@ -1,0 +1,46 @@
+"""The benchmark suite: ``python -m bench.run [ingest] [noop] [change] [query]`` (default: all, in that order).
+
+Results go to docs/benchmarks.json (a subset run replaces only its sections) and docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from bench.ingest import bench_change, bench_ingest, bench_noop
+from bench.latency import bench_query
+from bench.report import write
+
+BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
+    "ingest": bench_ingest,
+    "noop": bench_noop,
+    "change": bench_change,
+    "query": bench_query,
+}
+
+
+def main(argv: list[str]) -> int:
+    names = argv or list(BENCHMARKS)
+    unknown = [n for n in names if n not in BENCHMARKS]
+    if unknown:
+        sys.stderr.write(f"unknown benchmark(s) {unknown}; choose from {', '.join(BENCHMARKS)}\n")
+        return 2
+    for name in names:
+        started = time.perf_counter()
+        sys.stderr.write(f"== {name}\n")
+        result = BENCHMARKS[name]()
+        sys.stderr.write(
+            json.dumps(result, default=str)[:2000] + f"\n== {name} done in {time.perf_counter() - started:.0f} s\n"
+        )
+        write()
+    if not names:
+        write()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
