@@ -281,8 +281,8 @@ def _check_target(meta: IndexMeta, every: Sequence[IndexMeta]) -> bool:
     if building:
         raise ValidationError(
             "collection",
-            f"collection {building[0]!r} is being built; finish it first (`ragindex reindex --into {building[0]}` "
-            "with the same --model) or drop it",
+            f"collection {building[0]!r} is being built; finish it first: `ragindex reindex --into {building[0]}` "
+            "with the same --model resumes it",
         )
     if existing is None:
         return False
