@@ -30,7 +30,7 @@ BENCH_DIR = Path(os.environ.get("BENCH_DIR", "/tmp/ragindex-bench"))
 
 
 def env_int(name: str, default: int) -> int:
-    """An integer setting of the suite, e.g. ``BENCH_QUERY_CHUNKS_LARGE=100000``."""
+    """An integer setting of the suite, e.g. ``BENCH_INGEST_DOCS=1000``."""
     return int(os.environ.get(name, default))
 
 

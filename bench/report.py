@@ -134,7 +134,7 @@ def render() -> str:
         "",
         "Settings: the defaults (all-MiniLM-L6-v2 shipped model, recursive chunker 512/64 chars, BM25 on, 4 buckets, "
         "HNSW built once a shard has >= 20,000 points). Size knobs: `BENCH_INGEST_DOCS`, `BENCH_NOOP_REPEAT`, "
-        "`BENCH_CHANGE_PERCENT`, `BENCH_QUERIES`, `BENCH_QUERY_CHUNKS_LARGE`, `BENCH_DIR`, `BENCH_SCIFACT`.",
+        "`BENCH_CHANGE_PERCENT`, `BENCH_QUERIES`, `BENCH_QUERY_SIZES`, `BENCH_DIR`, `BENCH_SCIFACT`.",
         "",
     ]
     for key, (title, fn) in SECTIONS.items():
