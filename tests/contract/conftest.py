@@ -81,6 +81,19 @@ def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'truth.db'}"
 
 
+def _drop_store(url: str) -> None:
+    """Drop every truth store table, the migrations record included."""
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        with engine.begin() as conn:
+            present = set(inspect(conn).get_table_names())
+            for table in reversed(schema.metadata.sorted_tables):
+                if table.name in present:
+                    table.drop(conn)
+    finally:
+        engine.dispose()
+
+
 def _empty_store(url: str) -> None:
     """Leave no truth store rows behind: delete them when the schema is complete, else drop every table.
 
@@ -97,15 +110,14 @@ def _empty_store(url: str) -> None:
             complete = {t.name for t in schema.metadata.sorted_tables} <= present and applied == {
                 name for name, _ in MIGRATIONS
             }
-            for table in reversed(schema.metadata.sorted_tables):
-                if table.name not in present:
-                    continue
-                if not complete:
-                    table.drop(conn)
-                elif table is not schema.schema_migrations:
-                    conn.execute(table.delete())
+            if complete:
+                for table in reversed(schema.metadata.sorted_tables):
+                    if table is not schema.schema_migrations:
+                        conn.execute(table.delete())
     finally:
         engine.dispose()
+    if not complete:
+        _drop_store(url)
 
 
 @pytest.fixture
@@ -122,3 +134,19 @@ def empty_postgres_url(postgres_url: str) -> Iterator[str]:
     _empty_store(postgres_url)
     yield postgres_url
     _empty_store(postgres_url)
+
+
+@pytest.fixture
+def bare_mysql_url(mysql_url: str) -> Iterator[str]:
+    """The session's MariaDB/MySQL database with no truth store tables at all (never migrated)."""
+    _drop_store(mysql_url)
+    yield mysql_url
+    _drop_store(mysql_url)
+
+
+@pytest.fixture
+def bare_postgres_url(postgres_url: str) -> Iterator[str]:
+    """The session's PostgreSQL database with no truth store tables at all (never migrated)."""
+    _drop_store(postgres_url)
+    yield postgres_url
+    _drop_store(postgres_url)

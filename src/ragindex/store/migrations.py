@@ -8,14 +8,22 @@ too and create it here only when the inspector does not see it yet.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import Connection, Engine, inspect, select, text
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
+from ragindex.errors import StoreError
 from ragindex.store import schema
 
 Migration = Callable[[Connection], None]
+
+_PG_LOCK_KEY = 0x72616769_6E646578  # "ragindex": the advisory lock that serialises migrations
+_LOCK_TIMEOUT_S = 300
 
 
 def m001_initial_schema(conn: Connection) -> None:
@@ -66,21 +74,82 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
 
 
 def apply_migrations(engine: Engine) -> list[str]:
-    """Apply every migration not yet recorded, in order; return the names applied now."""
+    """Apply every migration not yet recorded, in order; return the names applied now.
+
+    Processes that open a new database at the same time (workers starting together) are
+    serialised by a database lock (an advisory lock on PostgreSQL, ``GET_LOCK`` on MySQL/MariaDB,
+    the write lock on SQLite), so each step runs once and nobody reads a half-made schema.
+    An up-to-date database costs one query and takes no lock.
+    """
+    if _recorded(engine) >= {name for name, _ in MIGRATIONS}:
+        return []
     applied_now: list[str] = []
-    with engine.begin() as conn:
-        schema.schema_migrations.create(conn, checkfirst=True)
-    for name, step in MIGRATIONS:
-        with engine.begin() as conn:
-            done = conn.execute(
-                select(schema.schema_migrations.c.name).where(schema.schema_migrations.c.name == name)
-            ).first()
-            if done:
-                continue
-            step(conn)
-            conn.execute(schema.schema_migrations.insert().values(name=name, applied_at=_utcnow()))
-            applied_now.append(name)
+    with engine.connect() as conn, _migration_lock(conn):
+        with _step(conn):
+            schema.schema_migrations.create(conn, checkfirst=True)
+        for name, step in MIGRATIONS:
+            with _step(conn):
+                done = conn.execute(
+                    select(schema.schema_migrations.c.name).where(schema.schema_migrations.c.name == name)
+                ).first()
+                if done:
+                    continue
+                step(conn)
+                conn.execute(schema.schema_migrations.insert().values(name=name, applied_at=_utcnow()))
+                applied_now.append(name)
     return applied_now
+
+
+def _recorded(engine: Engine) -> set[str]:
+    """Names in ``schema_migrations``; empty when the table does not exist (yet)."""
+    try:
+        with engine.connect() as conn:
+            return {str(r[0]) for r in conn.execute(select(schema.schema_migrations.c.name))}
+    except DBAPIError:
+        return set()  # no table yet, or a real failure that the locked path reports
+
+
+@contextmanager
+def _step(conn: Connection) -> Iterator[None]:
+    """One migration step's transaction; on SQLite it holds the write lock from its first statement."""
+    with conn.begin():
+        if conn.dialect.name == "sqlite":
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        yield
+
+
+@contextmanager
+def _migration_lock(conn: Connection) -> Iterator[None]:
+    """Hold a database-wide lock (session level: MySQL DDL commits implicitly) while migrating."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": _PG_LOCK_KEY})
+        conn.commit()
+        release = text("SELECT pg_advisory_unlock(:key)")
+        params: dict[str, Any] = {"key": _PG_LOCK_KEY}
+    elif conn.dialect.name in ("mysql", "mariadb"):
+        # GET_LOCK names are server-wide: one per database, within the 64 characters allowed
+        name = "ragindex_migrate_" + hashlib.sha256(str(conn.engine.url.database).encode()).hexdigest()[:32]
+        got = conn.execute(text("SELECT GET_LOCK(:name, :timeout)"), {"name": name, "timeout": _LOCK_TIMEOUT_S})
+        acquired = got.scalar()
+        conn.commit()
+        if acquired != 1:
+            raise StoreError(
+                f"another process has been migrating the truth store for {_LOCK_TIMEOUT_S} s; "
+                "wait for it to finish or check for a stuck process",
+                backend=conn.dialect.name,
+            )
+        release = text("SELECT RELEASE_LOCK(:name)")
+        params = {"name": name}
+    else:
+        yield
+        return
+    try:
+        yield
+    finally:
+        # a broken connection has lost the lock with its session already
+        with suppress(SQLAlchemyError):
+            conn.execute(release, params)
+            conn.commit()
 
 
 def has_table(engine: Engine, name: str) -> bool:
