@@ -545,6 +545,38 @@ class TruthStoreContract:
         fresh = store.claim("dense", [a, b])
         assert fresh.complete and store.mark_success(fresh) == 2
 
+    def test_stale_claims_is_a_dry_run_of_release_stale(self, store: SqlTruthStore) -> None:
+        """stale_claims lists what release_stale would release, and changes nothing."""
+        _, (a, b) = ingest(store, ["a", "b"])
+        store.claim("dense", [a])
+        assert store.stale_claims("dense", 3600) == []
+        assert store.stale_claims("dense", -60) == [a]
+        assert len(store.stale_claims("dense", -60, limit=1)) == 1
+        assert statuses(store, [a, b]) == [INDEXING, PENDING]
+        assert store.release_stale("dense", -60) == [a]
+        assert store.stale_claims("dense", -60) == []
+
+    def test_chunk_ids_updated_since(self, store: SqlTruthStore) -> None:
+        """Rows written at or after ``t`` are found, to the microsecond (a reindex's catch-up pass)."""
+        start = utcnow()
+        _, (a, b, c) = ingest(store, ["a", "b", "c"])
+        assert sorted(store.chunk_ids_updated_since(start)) == sorted([a, b, c])
+        middle = utcnow()
+        assert store.chunk_ids_updated_since(middle) == []
+        store.update_chunk_content(a, "a2", ["dense"])
+        index_done(store, [b])
+        store.remove_chunks([c])
+        assert sorted(store.chunk_ids_updated_since(middle)) == sorted([a, b]), "REMOVED rows are not listed"
+
+    def test_pending_chunks_of_one_tenant(self, store: SqlTruthStore) -> None:
+        """pending_chunks can be restricted to a user and a set."""
+        _, mine = ingest(store, ["a", "b"], user_id=1, set_id=1)
+        _, other_set = ingest(store, ["c"], user_id=1, set_id=2)
+        _, other_user = ingest(store, ["d"], user_id=2, set_id=1)
+        assert [c.chunk_id for c in store.pending_chunks("dense", user_id=1, set_id=1)] == mine
+        assert [c.chunk_id for c in store.pending_chunks("dense", user_id=1)] == mine + other_set
+        assert [c.chunk_id for c in store.pending_chunks("dense", set_id=1)] == mine + other_user
+
     def test_reset_status(self, store: SqlTruthStore) -> None:
         """reset_status moves ACTIVE chunks of the given kinds from the given statuses back to PENDING."""
         _, (a, b, c) = ingest(store, ["a", "b", "c"])
@@ -750,6 +782,10 @@ class TruthStoreContract:
         stored = store.get_index_meta("c1")
         assert stored is not None and stored.sparse_model == "bge-m3"
 
+        created = store.index_meta_created_at("c1")
+        assert created is not None and store.index_meta_created_at("nope") is None
+        store.put_index_meta(meta)
+        assert store.index_meta_created_at("c1") == created, "replacing metadata keeps the creation time"
         store.set_active_collection("c1")
         store.set_active_collection("c2")
         states = {m.collection: m.state for m in store.list_index_meta()}
