@@ -10,7 +10,8 @@ nothing is pending, with one of two approaches:
 
 Whatever the approach, no chunk may be claimed twice and every chunk must end SUCCESS. The
 throughput is printed (run with ``-s``); it is measured, never asserted. Also here: four
-processes that open a new database at the same moment all succeed, each migration running once.
+processes that open a new database at the same moment all succeed, each migration running once,
+and four processes that cache the same vectors at the same moment all succeed.
 
 The four processes are spawned once per module and reused (spawning costs more than the work).
 """
@@ -83,7 +84,19 @@ def _drain(url: str, approach: str, barrier: Any) -> dict[str, Any]:
     return {"got": got, "claims": claims, "partial": partial, "empty": empty, "start": started, "end": finished}
 
 
-_TASKS: dict[str, Callable[..., dict[str, Any]]] = {"open": _open, "drain": _drain}
+def _cache(url: str, barrier: Any) -> dict[str, Any]:
+    """Cache the same vectors as the other workers, at the same moment, batch after batch."""
+    import numpy as np
+
+    store = SqlTruthStore(url)
+    barrier.wait(timeout=60)
+    for batch in range(10):
+        store.cache_vectors("model", {f"{batch}-{i}": np.full(8, i, dtype=np.float32) for i in range(100)})
+    store.close()
+    return {}
+
+
+_TASKS: dict[str, Callable[..., dict[str, Any]]] = {"open": _open, "drain": _drain, "cache": _cache}
 
 
 def _serve(tasks: Any, barrier: Any, results: Any) -> None:
@@ -164,6 +177,17 @@ def test_processes_opening_a_new_database_together_all_succeed(run_workers: Run,
         with store.engine.connect() as conn:
             names = [r[0] for r in conn.execute(select(schema.schema_migrations.c.name))]
         assert sorted(names) == sorted(name for name, _ in MIGRATIONS)
+    finally:
+        store.close()
+
+
+def test_processes_caching_the_same_vectors_together_all_succeed(run_workers: Run, url: str) -> None:
+    run_workers("cache", url)
+    store = SqlTruthStore(url)
+    try:
+        cached = store.cached_vectors("model", [f"{b}-{i}" for b in range(10) for i in range(100)])
+        assert len(cached) == 1000
+        assert cached["3-7"].tolist() == [7.0] * 8
     finally:
         store.close()
 

@@ -19,6 +19,7 @@ import numpy as np
 from sqlalchemy import (
     Connection,
     Engine,
+    Table,
     and_,
     bindparam,
     case,
@@ -31,8 +32,10 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
+from sqlalchemy.sql import Executable
 
 from ragindex.errors import NotFoundError, StoreError, ValidationError
 from ragindex.store import schema
@@ -840,11 +843,12 @@ class SqlTruthStore:
                     "vector": np.ascontiguousarray(v, dtype=np.float32).tobytes(),
                     "created_at": now,
                 }
-                for h, v in vectors.items()
+                for h, v in sorted(vectors.items())  # one key order for all writers (fewer lock waits)
                 if h not in present
             ]
             if rows:
-                conn.execute(insert(schema.embedding_cache), rows)
+                # another worker may cache the same content between the select and this insert
+                conn.execute(_insert_ignoring_duplicates(conn, schema.embedding_cache), rows)
 
     # ------------------------------------------------------------------ index metadata
     def get_index_meta(self, collection: str) -> IndexMeta | None:
@@ -935,6 +939,19 @@ class SqlTruthStore:
         with self._tx() as conn:
             row = conn.execute(select(t.created_at).where(t.collection == collection)).first()
         return row[0] if row else None
+
+
+def _insert_ignoring_duplicates(conn: Connection, table: Table) -> Executable:
+    """INSERT that skips rows whose primary key exists (ON CONFLICT DO NOTHING, or a no-op update on MySQL)."""
+    name = conn.dialect.name
+    if name == "postgresql":
+        return postgresql.insert(table).on_conflict_do_nothing()
+    if name == "sqlite":
+        return sqlite.insert(table).on_conflict_do_nothing()
+    if name in ("mysql", "mariadb"):
+        first_key = table.primary_key.columns.values()[0]
+        return mysql.insert(table).on_duplicate_key_update({first_key.name: first_key})
+    return insert(table)
 
 
 def _claimable(kind: str, statuses: Sequence[str], max_attempts: int | None) -> list[Any]:
