@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -115,10 +116,43 @@ class Engine:
             state=state,
             dense_fingerprint=encoder.fingerprint,
             dense_dim=None,
-            sparse_model=None,
+            sparse_model=self._sparse_name(),
             bm25_config=getattr(bm25, "config", None),
             chunker_config=None,
         )
+
+    def _sparse_name(self) -> str | None:
+        """Name of the configured learned sparse encoder (recorded as ``index_meta.sparse_model``), or None."""
+        provider = self.sparse.get("sparse")
+        return provider.name if provider is not None else None
+
+    def _check_sparse_meta(self, meta: IndexMeta) -> None:
+        """A collection's learned sparse vectors come from one sparse model: never mix two in one collection.
+
+        A collection built before a sparse provider was configured adopts it (its shards always have the
+        ``sparse`` named vector); turning the provider off only disables sparse search.
+        """
+        name = self._sparse_name()
+        if name is None or meta.sparse_model == name:
+            return
+        if meta.sparse_model is not None:
+            raise FingerprintMismatchError(
+                f"collection {meta.collection!r} has sparse vectors built with {meta.sparse_model!r} but the "
+                f"configured sparse provider is {name!r}. Restore the RAGINDEX_SPARSE_* settings (provider, model, "
+                "top_k, min_weight), or build a new collection with `ragindex reindex --into NAME`.",
+                collection=meta.collection,
+            )
+        self.store.put_index_meta(replace(meta, sparse_model=name))
+        dense = sum(self.store.chunk_count_by_status("dense").values())
+        without = dense - sum(self.store.chunk_count_by_status("sparse").values())
+        if without > 0:
+            log.warning(
+                "collection %s now records sparse model %s; its %d existing chunks have no sparse vectors and get "
+                "them only when their content changes (sparse search does not find them until then)",
+                meta.collection,
+                name,
+                without,
+            )
 
     def _check_meta(self, meta: IndexMeta) -> None:
         fingerprint = self.dense.fingerprint
@@ -137,6 +171,7 @@ class Engine:
                 f"settings give {expected}; restore the RAGINDEX_BM25_* settings or reindex into a new collection.",
                 collection=meta.collection,
             )
+        self._check_sparse_meta(meta)
 
     def indexer(self, collection: str | None = None) -> Indexer:
         """Index stages writing to ``collection`` (default: the write collection)."""

@@ -61,7 +61,61 @@ def build_sparse_encoders(settings: Settings) -> dict[str, SparseEncoder]:
         from ragindex.encoders.sparse.bm25 import Bm25SparseEncoder
 
         encoders["bm25"] = Bm25SparseEncoder(avg_len=settings.bm25_avg_len, k1=settings.bm25_k1, b=settings.bm25_b)
+    provider = build_sparse_provider(settings)
+    if provider is not None:
+        encoders["sparse"] = provider
     return encoders
+
+
+def build_sparse_provider(settings: Settings) -> SparseEncoder | None:
+    """The learned sparse encoder of ``RAGINDEX_SPARSE_PROVIDER`` (None for ``none``); no model loads here."""
+    if settings.sparse_provider == "none":
+        return None
+    if settings.sparse_provider == "bge_m3":
+        from ragindex.encoders.sparse.bge_m3 import BgeM3SparseEncoder
+
+        return BgeM3SparseEncoder(
+            settings.sparse_model,
+            device=settings.sparse_device,
+            batch_size=settings.sparse_batch_size,
+            max_length=settings.sparse_max_length,
+            top_k=settings.sparse_top_k,
+            min_weight=settings.sparse_min_weight,
+            offline=settings.hf_offline,
+            threads=settings.torch_threads,
+        )
+    return _build_http_sparse_provider(settings)
+
+
+def _build_http_sparse_provider(settings: Settings) -> SparseEncoder:
+    """``bge_m3_http`` / ``remote_bge_m3``: the HTTP encoders of :mod:`ragindex.encoders.sparse.bge_m3_http`."""
+    from ragindex.encoders.sparse.bge_m3_http import BgeM3HttpSparseEncoder, RemoteBgeM3Encoder
+
+    api_key = settings.sparse_http_api_key.get_secret_value() if settings.sparse_http_api_key else None
+    if settings.sparse_provider == "bge_m3_http" and settings.sparse_http_endpoint:
+        return BgeM3HttpSparseEncoder(
+            settings.sparse_http_endpoint,
+            top_k=settings.sparse_top_k,
+            min_weight=settings.sparse_min_weight,
+            max_length=settings.sparse_max_length,
+            batch_size=settings.sparse_http_batch_size,
+            timeout=settings.sparse_http_timeout,
+            api_key=api_key,
+        )
+    if settings.sparse_provider == "remote_bge_m3" and settings.bge_m3_service_url:
+        return RemoteBgeM3Encoder(
+            settings.bge_m3_service_url,
+            top_k=settings.sparse_top_k,
+            min_weight=settings.sparse_min_weight,
+            max_length=settings.sparse_max_length,
+            timeout=settings.bge_m3_timeout,
+            max_retries=settings.bge_m3_max_retries,
+            api_key=api_key,
+        )
+    raise ConfigurationError(
+        f"sparse provider {settings.sparse_provider!r} is unknown or has no URL; valid: none, bge_m3, "
+        "bge_m3_http (RAGINDEX_SPARSE_HTTP_ENDPOINT), remote_bge_m3 (RAGINDEX_BGE_M3_SERVICE_URL)"
+    )
 
 
 def build_chunker(settings: Settings) -> Chunker:

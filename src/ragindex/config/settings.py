@@ -15,6 +15,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DENSE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_RERANK_MODEL = "BAAI/bge-reranker-v2-m3"
 
 ChunkerName = Literal["fixed", "recursive", "structure"]
 Precision = Literal["auto", "float32", "bfloat16"]
@@ -73,11 +74,77 @@ class Settings(BaseSettings):
     hf_offline: bool = Field(True, description="Never contact the Hugging Face hub (local files only).")
     torch_threads: int | None = Field(None, ge=1, description="torch intra-op threads (default: torch's choice).")
 
+    # --- remote dense encoder ------------------------------------------------------------------
+    dense_provider: Literal["local", "openai"] = Field(
+        "local",
+        description="`local` (sentence-transformers in-process) or `openai` (any OpenAI-compatible `/v1/embeddings`: "
+        "OpenAI, vLLM, TEI, Ollama, DashScope, `ragindex encoder-server`); the model is `RAGINDEX_DENSE_MODEL`.",
+    )
+    dense_url: str | None = Field(
+        None, description="Base URL of the embeddings API for `dense_provider=openai` (with or without `/v1`)."
+    )
+    dense_api_key: SecretStr | None = Field(None, description="Bearer token of the embeddings API (never logged).")
+    dense_dimensions: int | None = Field(
+        None, ge=1, description="Expected dense dimension: a response of another size is an encoding error."
+    )
+    dense_send_dimensions: bool = Field(
+        False,
+        description="Also send `dense_dimensions` as the request's `dimensions` (OpenAI text-embedding-3, "
+        "Matryoshka models); this changes the vector space, so it is part of the fingerprint.",
+    )
+    dense_timeout: float = Field(30.0, gt=0, description="Embeddings API request timeout in seconds.")
+    dense_max_retries: int = Field(
+        3, ge=0, description="Retries of a 5xx / 408 / 429 / network / timeout failure (linear backoff)."
+    )
+
     # --- bm25 ----------------------------------------------------------------------------------
     bm25_enabled: bool = Field(True, description="Build BM25 sparse vectors (Qdrant Bm25, multilingual tokenizer).")
     bm25_avg_len: float = Field(90.0, gt=0, description="Average chunk length in tokens for BM25 length norm.")
     bm25_k1: float = Field(1.2, gt=0, description="BM25 k1.")
     bm25_b: float = Field(0.75, ge=0, le=1, description="BM25 b.")
+
+    # --- sparse provider (shared by every provider: choice and cleaning) -------------------------
+    sparse_provider: Literal["none", "bge_m3", "bge_m3_http", "remote_bge_m3"] = Field(
+        "none",
+        description="Learned sparse vectors: `none`, `bge_m3` (local), `bge_m3_http` (`POST {endpoint}/encode`, "
+        "sparse only) or `remote_bge_m3` (a bge-m3-service: dense + sparse, with retries).",
+    )
+    sparse_max_length: int = Field(512, ge=1, description="Tokens per text the BGE-M3 sparse encoder reads.")
+    sparse_top_k: int = Field(256, ge=1, description="Keep the largest this-many lexical weights per text.")
+    sparse_min_weight: float = Field(0.0, ge=0, description="Drop lexical weights below this value.")
+
+    # --- sparse provider (local BGE-M3) ----------------------------------------------------------
+    sparse_model: str = Field(
+        "BAAI/bge-m3",
+        description="`bge_m3`: checkpoint directory (model, tokenizer, `sparse_linear.pt`) or a hub name already "
+        "in the local Hugging Face cache.",
+    )
+    sparse_device: str = Field("cpu", description="torch device for the local BGE-M3 model.")
+    sparse_batch_size: int = Field(16, ge=1, le=4096, description="Texts per local BGE-M3 forward pass.")
+
+    # --- sparse provider (HTTP) ----------------------------------------------------------------
+    sparse_http_endpoint: str | None = Field(
+        None, description="bge-m3-server base URL for `sparse_provider=bge_m3_http` (`POST {endpoint}/encode`)."
+    )
+    sparse_http_timeout: float = Field(30.0, gt=0, description="`bge_m3_http` request timeout in seconds.")
+    sparse_http_batch_size: int = Field(
+        32, ge=1, le=4096, description="Texts per `bge_m3_http` request (also sent as `batch_size`)."
+    )
+    sparse_http_api_key: SecretStr | None = Field(
+        None, description="Bearer token sent by `bge_m3_http` and `remote_bge_m3` (e.g. the encoder server's key)."
+    )
+    bge_m3_service_url: str | None = Field(
+        None, description="bge-m3-service base URL for `sparse_provider=remote_bge_m3` (`POST {url}/encode`)."
+    )
+    bge_m3_timeout: float = Field(30.0, gt=0, description="`remote_bge_m3` request timeout in seconds.")
+    bge_m3_max_retries: int = Field(
+        3, ge=0, description="`remote_bge_m3` retries of a 5xx / 408 / 429 / network / timeout failure (linear)."
+    )
+
+    # --- encoder server ------------------------------------------------------------------------
+    encoder_server_api_key: SecretStr | None = Field(
+        None, description="Bearer token `ragindex encoder-server` requires (none: open; bind to loopback)."
+    )
 
     # --- retrieval -----------------------------------------------------------------------------
     default_top_k: int = Field(10, ge=1, le=1000, description="Hits returned when the caller gives no top_k.")
@@ -89,6 +156,20 @@ class Settings(BaseSettings):
     rrf_weights: dict[str, float] = Field(
         default_factory=dict, description='Per-source RRF weights, e.g. `{"dense": 1.0, "bm25": 1.0}`.'
     )
+
+    # --- rerank --------------------------------------------------------------------------------
+    rerank_model: str = Field(
+        DEFAULT_RERANK_MODEL,
+        description="Cross-encoder reranker: Hugging Face name (in the local cache) or local path; loaded only "
+        "when a search reranks.",
+    )
+    rerank_enabled: bool = Field(False, description="Rerank searches by default (`--rerank` / `rerank=` override).")
+    rerank_candidates: int = Field(
+        50, ge=1, le=1000, description="Fused candidates (after backfill) scored by the cross-encoder."
+    )
+    rerank_batch_size: int = Field(32, ge=1, le=4096, description="(query, chunk) pairs per cross-encoder batch.")
+    rerank_max_length: int = Field(512, ge=2, le=8192, description="Tokens per (query, chunk) pair; longer is cut.")
+    rerank_device: str = Field("cpu", description="torch device for the rerank model.")
 
     # --- state machine -------------------------------------------------------------------------
     indexing_stale_seconds: int = Field(600, ge=1, description="INDEXING older than this is stale (repair resets it).")
@@ -112,6 +193,18 @@ class Settings(BaseSettings):
             raise ValueError("chunk_token_overlap must be smaller than chunk_tokens")
         if self.index_backend == "qdrant" and not (self.qdrant_url or self.qdrant_path):
             raise ValueError("index_backend=qdrant needs RAGINDEX_QDRANT_URL or RAGINDEX_QDRANT_PATH")
+        return self
+
+    @model_validator(mode="after")
+    def _check_remote_encoders(self) -> Settings:
+        if self.dense_provider == "openai" and not self.dense_url:
+            raise ValueError("dense_provider=openai needs RAGINDEX_DENSE_URL (the embeddings API base URL)")
+        if self.dense_send_dimensions and self.dense_dimensions is None:
+            raise ValueError("dense_send_dimensions=true needs RAGINDEX_DENSE_DIMENSIONS")
+        if self.sparse_provider == "bge_m3_http" and not self.sparse_http_endpoint:
+            raise ValueError("sparse_provider=bge_m3_http needs RAGINDEX_SPARSE_HTTP_ENDPOINT")
+        if self.sparse_provider == "remote_bge_m3" and not self.bge_m3_service_url:
+            raise ValueError("sparse_provider=remote_bge_m3 needs RAGINDEX_BGE_M3_SERVICE_URL")
         return self
 
     @property
