@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ragindex.pipeline.repair import Repairer, RepairReport
     from ragindex.pipeline.sync import IngestReport, ProgressFn
     from ragindex.pipeline.verify import VerifyReport
+    from ragindex.retrieval.rerank import Reranker
     from ragindex.types import SearchResult
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,7 @@ class Engine:
         self._index: VectorIndex | None = None
         self._dense: DenseEncoder | None = None
         self._chunker: Chunker | None = None
+        self._reranker: Reranker | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> Engine:
@@ -82,6 +84,13 @@ class Engine:
         if self._dense is None:
             self._dense = factory.build_dense_encoder(self.settings)
         return self._dense
+
+    @property
+    def reranker(self) -> Reranker:
+        """The cross-encoder reranker (built on the first reranked search; the model loads on the first rerank)."""
+        if self._reranker is None:
+            self._reranker = factory.build_reranker(self.settings)
+        return self._reranker
 
     @property
     def chunker(self) -> Chunker:
@@ -253,8 +262,13 @@ class Engine:
         score_threshold: float | None = None,
         fusion: str | None = None,
         candidates: int | None = None,
+        rerank: bool | None = None,
     ) -> SearchResult:
-        """Search one tenant's set; every hit is backfilled from the truth store (no ghost hits)."""
+        """Search one tenant's set; every hit is backfilled from the truth store (no ghost hits).
+
+        With ``rerank`` (default: ``RAGINDEX_RERANK_ENABLED``) the fused candidates are reranked by the
+        cross-encoder; a hit's score is then its rerank score in [0, 1], and so is ``score_threshold``.
+        """
         from ragindex.retrieval.search import Retriever, validate_request
 
         request = validate_request(
@@ -267,6 +281,7 @@ class Engine:
             score_threshold=score_threshold,
             fusion=fusion or self.settings.fusion,
             candidates=candidates or self.settings.candidates_per_source,
+            rerank=self.settings.rerank_enabled if rerank is None else rerank,
         )
         retriever = Retriever(
             self.store,
@@ -277,6 +292,8 @@ class Engine:
             bucket_count=self.settings.bucket_count,
             rrf_k=self.settings.rrf_k,
             rrf_weights=self.settings.rrf_weights,
+            reranker=lambda: self.reranker,
+            rerank_candidates=self.settings.rerank_candidates,
         )
         return retriever.search(request)
 

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from ragindex.encoders.protocol import DenseEncoder, SparseEncoder
     from ragindex.index.protocol import VectorIndex
     from ragindex.loaders.registry import LoaderRegistry
+    from ragindex.retrieval.rerank import Reranker
     from ragindex.store.sql import SqlTruthStore
 
 
@@ -130,3 +131,16 @@ def build_loaders(settings: Settings) -> LoaderRegistry:
     from ragindex.loaders.registry import build_registry
 
     return build_registry(settings)
+
+
+def build_reranker(settings: Settings) -> Reranker:
+    """The cross-encoder reranker (the model itself loads on the first rerank)."""
+    from ragindex.retrieval.rerank import CrossEncoderReranker
+
+    return CrossEncoderReranker(
+        settings.rerank_model,
+        device=settings.rerank_device,
+        batch_size=settings.rerank_batch_size,
+        max_length=settings.rerank_max_length,
+        offline=settings.hf_offline,
+    )

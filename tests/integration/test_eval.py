@@ -75,7 +75,7 @@ def test_parse_modes() -> None:
         ("hybrid", "hybrid", None),
         ("hybrid:dbsf", "hybrid", "dbsf"),
     ]
-    for bad in ("lexical", "dense:rrf", "hybrid:max", "hybrid+rerank", ""):
+    for bad in ("lexical", "dense:rrf", "hybrid:max", "hybrid+boost", ""):
         with pytest.raises(ValidationError):
             parse_modes(bad)
 

@@ -109,6 +109,14 @@ def search(
     top_k: Annotated[int, typer.Option("--top-k", help="Hits to return.")] = 10,
     score_threshold: Annotated[float | None, typer.Option("--score-threshold", help="Drop hits below.")] = None,
     fusion: Annotated[str | None, typer.Option("--fusion", help="rrf, dbsf, combine or boost.")] = None,
+    rerank: Annotated[
+        bool | None,
+        typer.Option(
+            "--rerank/--no-rerank",
+            help="Rerank the fused candidates with the cross-encoder (RAGINDEX_RERANK_MODEL); scores become [0, 1]. "
+            "Default: RAGINDEX_RERANK_ENABLED.",
+        ),
+    ] = None,
     as_json: Json = False,
 ) -> None:
     """Search a set; hits carry per-source scores and ranks and the latency of each phase."""
@@ -124,6 +132,7 @@ def search(
                 top_k=top_k,
                 score_threshold=score_threshold,
                 fusion=fusion,
+                rerank=rerank,
             )
         if as_json:
             emit_json(result.to_dict())

@@ -1,7 +1,8 @@
 """Run a BEIR evaluation through the real pipeline: ingest the corpus into its own set, search every query per mode.
 
 A mode is ``dense``, ``bm25``, ``sparse``, ``hybrid`` or ``hybrid:<fusion>`` (``rrf``, ``dbsf``, ``combine``,
-``boost``). Hits are chunks; a document's score is its best chunk's score, and the run keeps the ``top_k`` best
+``boost``), each optionally followed by ``+rerank`` (cross-encoder rerank of the fused candidates, e.g.
+``hybrid+rerank``). Hits are chunks; a document's score is its best chunk's score, and the run keeps the ``top_k`` best
 documents per query. Latency is the wall time around :meth:`Engine.search` per query (query encoding, index
 search, fusion and backfill), after one untimed warm-up query per mode.
 """
@@ -50,6 +51,7 @@ class ModeSpec:
     name: str
     mode: str
     fusion: str | None = None
+    rerank: bool = False
 
 
 @dataclass(slots=True)
@@ -78,7 +80,7 @@ def parse_modes(text: str | Sequence[str]) -> list[ModeSpec]:
     """``"dense,bm25,hybrid:dbsf"`` -> mode specs; errors name the bad entry and list the valid ones.
 
     Raises:
-        ValidationError: An unknown mode or fusion, a fusion on a non-hybrid mode, or ``+rerank`` (not available).
+        ValidationError: An unknown mode or fusion, a fusion on a non-hybrid mode, or a suffix other than ``+rerank``.
     """
     items = text.split(",") if isinstance(text, str) else list(text)
     specs: list[ModeSpec] = []
@@ -86,9 +88,10 @@ def parse_modes(text: str | Sequence[str]) -> list[ModeSpec]:
         name = raw.strip()
         if not name:
             continue
-        if "+" in name:
-            raise ValidationError("modes", f"{name!r}: reranking (+rerank) is not available in this version")
-        mode, _, fusion = name.partition(":")
+        base, plus, suffix = name.partition("+")
+        if plus and suffix != "rerank":
+            raise ValidationError("modes", f"{name!r}: unknown suffix {'+' + suffix!r}; valid: +rerank")
+        mode, _, fusion = base.partition(":")
         if mode not in _MODES:
             raise ValidationError("modes", f"unknown mode {mode!r}; valid: {', '.join(_MODES)} or hybrid:<fusion>")
         if fusion and mode != "hybrid":
@@ -96,7 +99,7 @@ def parse_modes(text: str | Sequence[str]) -> list[ModeSpec]:
         if fusion and fusion not in _FUSIONS:
             raise ValidationError("modes", f"unknown fusion {fusion!r}; valid: {', '.join(_FUSIONS)}")
         if name not in {s.name for s in specs}:
-            specs.append(ModeSpec(name=name, mode=mode, fusion=fusion or None))
+            specs.append(ModeSpec(name=name, mode=mode, fusion=fusion or None, rerank=bool(plus)))
     if not specs:
         raise ValidationError("modes", "give at least one mode")
     return specs
@@ -133,7 +136,14 @@ def run_mode(
 
     def search(text: str) -> Any:
         return engine.search(
-            text, user_id=user_id, set_id=set_id, mode=spec.mode, top_k=chunks, fusion=spec.fusion, candidates=chunks
+            text,
+            user_id=user_id,
+            set_id=set_id,
+            mode=spec.mode,
+            top_k=chunks,
+            fusion=spec.fusion,
+            candidates=chunks,
+            rerank=spec.rerank,
         )
 
     if dataset.queries:

@@ -3,7 +3,8 @@
 The read path mirrors the write path (seed section 9): validate -> (empty query: no
 encoder, no index call) -> encode the query per source -> search the tenant's bucket ->
 fuse -> backfill every hit from the truth store, dropping any chunk that is not ACTIVE.
-Candidates are over-fetched so that dropped ghosts do not shrink top_k.
+Candidates are over-fetched so that dropped ghosts do not shrink top_k. With rerank, the first
+``rerank_candidates`` live candidates are scored by a cross-encoder and sorted by that score (in [0, 1]).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ragindex.errors import (
 from ragindex.index.protocol import TenantFilter, VectorIndex, VectorQuery
 from ragindex.index.routing import bucket_of
 from ragindex.retrieval.fusion import FUSIONS, Fused, fuse
+from ragindex.retrieval.rerank import Reranker
 from ragindex.store.records import ChunkView
 from ragindex.store.sql import SqlTruthStore
 from ragindex.types import Hit, SearchMode, SearchResult, SourceScore
@@ -84,7 +86,7 @@ def validate_request(
     if fusion not in FUSIONS:
         raise ValidationError("fusion", f"unknown fusion {fusion!r}; valid: {', '.join(sorted(FUSIONS))}")
     if score_threshold is not None:
-        _check_threshold(score_threshold, search_mode)
+        _check_threshold(score_threshold, search_mode, rerank=rerank)
     return SearchRequest(
         query=query,
         user_id=user_id,
@@ -99,9 +101,13 @@ def validate_request(
     )
 
 
-def _check_threshold(value: float, mode: SearchMode) -> None:
+def _check_threshold(value: float, mode: SearchMode, *, rerank: bool = False) -> None:
     if not math.isfinite(value):
         raise ValidationError("score_threshold", f"must be a finite number, got {value!r}")
+    if rerank and not 0.0 <= value <= 1.0:
+        raise ValidationError(
+            "score_threshold", f"with rerank it applies to the rerank score (a sigmoid, in [0, 1]); got {value}"
+        )
     if mode == SearchMode.DENSE and not 0.0 <= value <= 1.0:
         raise ValidationError("score_threshold", f"dense scores are cosine similarities in [0, 1]; got {value}")
     if value < 0.0:
@@ -120,6 +126,8 @@ class Retriever:
         bucket_count: Tenant buckets.
         rrf_k: RRF constant.
         rrf_weights: Per-source RRF weights.
+        reranker: Callable returning the reranker (created lazily: called only when a request reranks).
+        rerank_candidates: Live (backfilled) fused candidates the reranker scores.
     """
 
     def __init__(
@@ -133,7 +141,11 @@ class Retriever:
         bucket_count: int,
         rrf_k: int = 60,
         rrf_weights: Mapping[str, float] | None = None,
+        reranker: Callable[[], Reranker] | None = None,
+        rerank_candidates: int = 50,
     ) -> None:
+        self._reranker = reranker
+        self.rerank_candidates = rerank_candidates
         self.store = store
         self._index = index
         self._collection = collection
@@ -179,13 +191,15 @@ class Retriever:
 
         hybrid = request.mode == SearchMode.HYBRID
         per_source = request.candidates if hybrid else request.top_k * 2 + 10
+        if request.rerank:  # over-fetch so that the reranker sees rerank_candidates live chunks
+            per_source = max(per_source, self.rerank_candidates + (0 if hybrid else 10))
         bucket = bucket_of(request.user_id, self.bucket_count)
         tenant = TenantFilter(request.user_id, request.set_id, request.doc_ids)
         t0 = time.perf_counter()
         lists: dict[str, list[tuple[str, float]]] = {}
         index = self._index()
         for source, vector_query in queries.items():
-            threshold = None if hybrid else request.score_threshold
+            threshold = None if hybrid or request.rerank else request.score_threshold
             try:
                 lists[source] = index.search(
                     collection, bucket, vector_query, tenant, limit=per_source, score_threshold=threshold
@@ -204,9 +218,53 @@ class Retriever:
         t0 = time.perf_counter()
         views = self.store.backfill([f.id for f in fused])
         latency["backfill"] = _ms(t0)
+        if request.rerank:
+            fused = self._rerank(request.query, fused, views, latency)
         hits = _build_hits(fused, views, request)
         latency["total"] = _ms(started)
         return SearchResult(hits=tuple(hits), latency_ms=latency, mode=request.mode.value)
+
+    def _rerank(
+        self, query: str, fused: Sequence[Fused], views: Mapping[str, ChunkView], latency: dict[str, float]
+    ) -> list[Fused]:
+        """Score the first ``rerank_candidates`` live candidates with the cross-encoder and sort by that score.
+
+        Each item's score becomes its rerank score and its sources gain ``rerank`` (score and 1-based rank);
+        ties keep the fused order. Candidates beyond ``rerank_candidates`` are dropped.
+        """
+        if self._reranker is None:
+            raise RetrievalConfigurationError("rerank was requested but no reranker is configured", source="rerank")
+        live = [item for item in fused if item.id in views][: self.rerank_candidates]
+        if not live:
+            latency["rerank"] = 0.0
+            return []
+        reranker = self._reranker()
+        t0 = time.perf_counter()
+        reranker.load()  # the first rerank of a process loads the model: report it as its own phase
+        if (load := _ms(t0)) > 1.0:
+            latency["rerank_model_load"] = load
+        t0 = time.perf_counter()
+        try:
+            scores = reranker.rerank(query, [views[item.id].chunk.content for item in live])
+        except (RetrievalConfigurationError, RetrievalEncodingError):
+            raise
+        except RagindexError as exc:
+            raise RetrievalEncodingError(f"rerank failed: {exc.message}", source="rerank") from exc
+        if len(scores) != len(live):
+            raise RetrievalEncodingError(
+                f"the reranker returned {len(scores)} scores for {len(live)} candidates", source="rerank"
+            )
+        order = sorted(range(len(live)), key=lambda i: -scores[i])  # stable: ties keep the fused order
+        reranked = [
+            Fused(
+                id=live[i].id,
+                score=scores[i],
+                sources={**live[i].sources, "rerank": SourceScore(score=scores[i], rank=rank)},
+            )
+            for rank, i in enumerate(order, 1)
+        ]
+        latency["rerank"] = _ms(t0)
+        return reranked
 
     def _encode(self, query: str, sources: Sequence[str]) -> dict[str, VectorQuery]:
         out: dict[str, VectorQuery] = {}
