@@ -42,7 +42,26 @@ def build_index(settings: Settings) -> VectorIndex:
 
 
 def build_dense_encoder(settings: Settings, model: str | None = None) -> DenseEncoder:
-    """The dense encoder (the model itself loads on first use)."""
+    """The dense encoder (the model itself loads on first use).
+
+    ``dense_provider=openai`` gives the OpenAI-compatible HTTP client for ``model`` (default
+    ``RAGINDEX_DENSE_MODEL``) at ``RAGINDEX_DENSE_URL``; ``local`` the sentence-transformers model.
+    """
+    if settings.dense_provider == "openai":
+        from ragindex.encoders.dense.openai_http import OpenAIHttpDenseEncoder
+
+        if not settings.dense_url:
+            raise ConfigurationError("dense_provider=openai needs RAGINDEX_DENSE_URL (the embeddings API base URL)")
+        return OpenAIHttpDenseEncoder(
+            settings.dense_url,
+            model or settings.dense_model,
+            api_key=settings.dense_api_key.get_secret_value() if settings.dense_api_key else None,
+            dimensions=settings.dense_dimensions,
+            send_dimensions=settings.dense_send_dimensions,
+            batch_size=settings.embed_batch_size,
+            timeout=settings.dense_timeout,
+            max_retries=settings.dense_max_retries,
+        )
     from ragindex.encoders.dense.sentence_transformers import SentenceTransformerDenseEncoder
 
     return SentenceTransformerDenseEncoder(
