@@ -105,5 +105,6 @@ def run() -> None:
     from ragindex.cli import encoder_server as _encoder_server  # noqa: F401 - encoder-server
     from ragindex.cli import eval as _eval  # noqa: F401
     from ragindex.cli import manage as _manage  # noqa: F401 - repair, reindex, delete, update-chunk
+    from ragindex.cli import service as _service  # noqa: F401 - serve, keys
 
     app()

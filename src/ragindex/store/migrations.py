@@ -67,9 +67,21 @@ def m002_mysql_exact_keys_and_times(conn: Connection) -> None:
             conn.execute(text(f"ALTER TABLE {table.name} {changes}"))
 
 
+def m003_jobs(conn: Connection) -> None:
+    """Ingest jobs of the HTTP service (status, files, report), scoped to a tenant."""
+    schema.metadata.create_all(conn, tables=[schema.jobs], checkfirst=True)
+
+
+def m004_api_keys(conn: Connection) -> None:
+    """Per-tenant API keys of the HTTP service (sha256 of the key and a display prefix only)."""
+    schema.metadata.create_all(conn, tables=[schema.api_keys], checkfirst=True)
+
+
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("m001_initial_schema", m001_initial_schema),
     ("m002_mysql_exact_keys_and_times", m002_mysql_exact_keys_and_times),
+    ("m003_jobs", m003_jobs),
+    ("m004_api_keys", m004_api_keys),
 )
 
 

@@ -177,3 +177,38 @@ index_meta = Table(
     Column("updated_at", Timestamp, nullable=False),
     **_TABLE_OPTIONS,
 )
+
+# --- the HTTP service: ingest jobs (m003) and per-tenant API keys (m004) ---------------------------
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("job_id", String(64), primary_key=True),
+    Column("user_id", BigInteger, nullable=False),
+    Column("set_id", BigInteger, nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("files", JSON),
+    Column("report", JSON),
+    Column("error", Text),
+    Column("created_at", Timestamp, nullable=False),
+    Column("started_at", Timestamp),
+    Column("finished_at", Timestamp),
+    Index("ix_jobs_tenant", "user_id", "created_at"),
+    Index("ix_jobs_status", "status"),
+    **_TABLE_OPTIONS,
+)
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("key_id", String(32), primary_key=True),
+    Column("key_hash", String(64), nullable=False),
+    Column("prefix", String(16), nullable=False),
+    Column("user_id", BigInteger, nullable=False),
+    Column("is_admin", Integer, nullable=False, default=0),
+    Column("name", String(255)),
+    Column("created_at", Timestamp, nullable=False),
+    Column("revoked_at", Timestamp),
+    UniqueConstraint("key_hash", name="uq_api_keys_hash"),
+    **_TABLE_OPTIONS,
+)

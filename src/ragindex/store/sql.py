@@ -11,6 +11,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -940,6 +941,122 @@ class SqlTruthStore:
             row = conn.execute(select(t.created_at).where(t.collection == collection)).first()
         return row[0] if row else None
 
+    # ------------------------------------------------------------------ service: tenant-scoped reads
+    def get_tenant_chunk(self, chunk_id: str, *, user_id: int) -> ChunkRow:
+        """An ACTIVE chunk of ``user_id``; NotFoundError for unknown, deleted or another tenant's ids alike."""
+        with self._tx() as conn:
+            row = conn.execute(
+                select(schema.chunks).where(
+                    _CH.chunk_id == chunk_id, _CH.user_id == user_id, _CH.lifecycle_status == Lifecycle.ACTIVE
+                )
+            ).first()
+        if row is None:
+            raise NotFoundError(f"chunk {chunk_id} not found", chunk_id=chunk_id)
+        return _chunk_row(row._mapping)
+
+    # ------------------------------------------------------------------ service: jobs
+    def create_job(
+        self, job_id: str, *, user_id: int, set_id: int, kind: str, status: str, files: Sequence[str]
+    ) -> None:
+        """Record a new job of a tenant (files are the paths the job will read)."""
+        with self._tx() as conn:
+            conn.execute(
+                insert(schema.jobs).values(
+                    job_id=job_id,
+                    user_id=user_id,
+                    set_id=set_id,
+                    kind=kind,
+                    status=status,
+                    files=list(files),
+                    created_at=utcnow(),
+                )
+            )
+
+    def set_job_status(
+        self,
+        job_id: str,
+        status: str,
+        *,
+        started: bool = False,
+        finished: bool = False,
+        report: Mapping[str, Any] | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Move a job to ``status``, stamping its start or end, with its report and error."""
+        values: dict[str, Any] = {"status": status, "error": error[:4000] if error else None}
+        if started:
+            values["started_at"] = utcnow()
+        if finished:
+            values["finished_at"] = utcnow()
+        if report is not None:
+            values["report"] = dict(report)
+        with self._tx() as conn:
+            conn.execute(update(schema.jobs).where(schema.jobs.c.job_id == job_id).values(**values))
+
+    def get_job(self, job_id: str, *, user_id: int | None = None) -> JobRow:
+        """A job by id (scoped to ``user_id`` when given); NotFoundError otherwise."""
+        t = schema.jobs.c
+        cond = [t.job_id == job_id]
+        if user_id is not None:
+            cond.append(t.user_id == user_id)
+        with self._tx() as conn:
+            row = conn.execute(select(schema.jobs).where(*cond)).first()
+        if row is None:
+            raise NotFoundError(f"job {job_id} not found", job_id=job_id)
+        return _job_row(row._mapping)
+
+    def jobs_with_status(self, statuses: Sequence[str]) -> list[JobRow]:
+        """Jobs in any of ``statuses``, oldest first (a restarted service re-queues unfinished ones)."""
+        t = schema.jobs.c
+        with self._tx() as conn:
+            rows = conn.execute(
+                select(schema.jobs).where(t.status.in_(list(statuses))).order_by(t.created_at, t.job_id)
+            ).all()
+        return [_job_row(r._mapping) for r in rows]
+
+    # ------------------------------------------------------------------ service: API keys
+    def create_api_key(
+        self, *, key_id: str, key_hash: str, prefix: str, user_id: int, admin: bool, name: str | None = None
+    ) -> None:
+        """Record an API key by its sha256 (the key itself is never stored)."""
+        with self._tx() as conn:
+            conn.execute(
+                insert(schema.api_keys).values(
+                    key_id=key_id,
+                    key_hash=key_hash,
+                    prefix=prefix,
+                    user_id=user_id,
+                    is_admin=1 if admin else 0,
+                    name=name,
+                    created_at=utcnow(),
+                )
+            )
+
+    def api_key_by_hash(self, key_hash: str) -> ApiKeyRow | None:
+        """The un-revoked key with this sha256, or None."""
+        t = schema.api_keys.c
+        with self._tx() as conn:
+            row = conn.execute(select(schema.api_keys).where(t.key_hash == key_hash, t.revoked_at.is_(None))).first()
+        return _api_key_row(row._mapping) if row else None
+
+    def list_api_keys(self, *, user_id: int | None = None) -> list[ApiKeyRow]:
+        """Every key (revoked ones too), oldest first; no secrets are stored to list."""
+        t = schema.api_keys.c
+        query = select(schema.api_keys).order_by(t.created_at, t.key_id)
+        if user_id is not None:
+            query = query.where(t.user_id == user_id)
+        with self._tx() as conn:
+            return [_api_key_row(r._mapping) for r in conn.execute(query)]
+
+    def revoke_api_key(self, key_id: str) -> bool:
+        """Revoke a key; False when no un-revoked key has this id."""
+        t = schema.api_keys.c
+        with self._tx() as conn:
+            result = conn.execute(
+                update(schema.api_keys).where(t.key_id == key_id, t.revoked_at.is_(None)).values(revoked_at=utcnow())
+            )
+        return bool(result.rowcount)
+
 
 def _insert_ignoring_duplicates(conn: Connection, table: Table) -> Executable:
     """INSERT that skips rows whose primary key exists (ON CONFLICT DO NOTHING, or a no-op update on MySQL)."""
@@ -1087,3 +1204,63 @@ def _new_id(primary_key: Any) -> int:
     if not primary_key:
         raise StoreError("the database did not return the new row's primary key")
     return int(primary_key[0])
+
+
+@dataclass(frozen=True, slots=True)
+class JobRow:
+    """A job of the HTTP service (an upload's ingest)."""
+
+    job_id: str
+    user_id: int
+    set_id: int
+    kind: str
+    status: str
+    files: tuple[str, ...]
+    report: Mapping[str, Any] | None
+    error: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKeyRow:
+    """An API key of the HTTP service: its id, display prefix, tenant and role (never the key)."""
+
+    key_id: str
+    key_hash: str
+    prefix: str
+    user_id: int
+    admin: bool
+    name: str | None
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+def _job_row(m: Mapping[Any, Any]) -> JobRow:
+    return JobRow(
+        job_id=m["job_id"],
+        user_id=int(m["user_id"]),
+        set_id=int(m["set_id"]),
+        kind=m["kind"],
+        status=m["status"],
+        files=tuple(m["files"] or ()),
+        report=m["report"],
+        error=m["error"],
+        created_at=m["created_at"],
+        started_at=m["started_at"],
+        finished_at=m["finished_at"],
+    )
+
+
+def _api_key_row(m: Mapping[Any, Any]) -> ApiKeyRow:
+    return ApiKeyRow(
+        key_id=m["key_id"],
+        key_hash=m["key_hash"],
+        prefix=m["prefix"],
+        user_id=int(m["user_id"]),
+        admin=bool(m["is_admin"]),
+        name=m["name"],
+        created_at=m["created_at"],
+        revoked_at=m["revoked_at"],
+    )

@@ -1,0 +1,122 @@
+"""``create_app(settings)``: the FastAPI app; its lifespan owns the engine, the index thread and the job thread."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from starlette.concurrency import run_in_threadpool
+
+from ragindex import factory
+from ragindex.config.settings import Settings
+from ragindex.engine import Engine
+from ragindex.errors import RagindexError
+from ragindex.service.deps import ServiceState
+from ragindex.service.errors import install_handlers
+from ragindex.service.executor import ServiceEngine
+from ragindex.service.jobs import JobRunner
+from ragindex.service.metrics import Metrics, MetricsMiddleware
+from ragindex.service.routes import admin, chunks, documents, health, jobs, search
+from ragindex.service.settings import ServiceSettings
+from ragindex.service.uploads import BodyLimitMiddleware
+
+log = logging.getLogger(__name__)
+
+DESCRIPTION = """Documents to a hybrid search index, per tenant.
+
+Every `/v1` route needs `Authorization: Bearer <key>` (`ragindex keys create --user-id N`); the key
+binds the request to its tenant, and another tenant's objects answer 404. Uploads are ingested by a
+background job: poll `GET /v1/jobs/{job_id}`. Search answers are `ragindex search --json`'s shape.
+"""
+
+
+def _start(settings: Settings, service: ServiceSettings) -> ServiceState:
+    engine = ServiceEngine(
+        settings, query_batch_max=service.query_batch_max, query_torch_threads=service.query_torch_threads
+    )
+    try:
+        _ = engine.index  # take ownership of the shards now: a second owner fails at start, not on a request
+        if service.warm_up:
+            _warm_up(engine)
+        metrics_ref: list[Metrics] = []
+        runner = JobRunner(
+            engine,
+            torch_threads=service.job_torch_threads,
+            on_done=lambda job, report: metrics_ref[0].job_done(job, report) if metrics_ref else None,
+        )
+        metrics = Metrics(engine.store, engine.kinds, lambda: (runner.depth, runner.current is not None))
+        metrics_ref.append(metrics)
+        blob_root = (service.blob_dir or settings.data_dir / "blobs").expanduser().resolve()
+        blob_root.mkdir(parents=True, exist_ok=True)
+        state = ServiceState(
+            settings=engine.settings,
+            service=service,
+            engine=engine,
+            jobs=runner,
+            metrics=metrics,
+            blob_root=blob_root,
+            suffixes=frozenset(factory.build_loaders(settings).supported_suffixes),
+            rerank_supported="rerank" in inspect.signature(Engine.search).parameters,
+        )
+        runner.start()
+    except BaseException:
+        engine.close()
+        raise
+    return state
+
+
+def _warm_up(engine: ServiceEngine) -> None:
+    """Load the dense model (or reach the remote encoder) before the first request needs it."""
+    try:
+        engine.dense.encode_queries(["warm up"])
+    except RagindexError as exc:
+        log.warning("dense encoder warm-up failed (searches will retry): %s", exc.message)
+
+
+def _stop(state: ServiceState) -> None:
+    if not state.jobs.stop(state.service.job_shutdown_seconds):
+        log.warning("a job is still running at shutdown; it is re-queued when the service starts again")
+    state.engine.close()
+
+
+def create_app(settings: Settings | None = None, service: ServiceSettings | None = None) -> FastAPI:
+    """The HTTP app over one :class:`ServiceEngine` (built at start-up, closed at shutdown).
+
+    Args:
+        settings: Engine settings (default: from the environment).
+        service: Service settings (default: from the environment).
+    """
+    settings = settings or Settings()
+    service = service or ServiceSettings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        state = await run_in_threadpool(_start, settings, service)
+        app.state.service = state
+        try:
+            yield
+        finally:
+            await run_in_threadpool(_stop, state)
+
+    app = FastAPI(
+        title="ragindex",
+        version="0.1.0",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url="/docs",
+        openapi_url="/openapi.json",
+    )
+    install_handlers(app)
+    for module in (documents, jobs, search, chunks, admin, health):
+        app.include_router(module.router)
+    app.add_middleware(BodyLimitMiddleware, limit=service.max_upload_bytes)
+    app.add_middleware(MetricsMiddleware, metrics=lambda: _metrics_of(app))
+    return app
+
+
+def _metrics_of(app: FastAPI) -> Metrics | None:
+    state: ServiceState | None = getattr(app.state, "service", None)
+    return state.metrics if state is not None else None

@@ -1,0 +1,89 @@
+"""Errors of the HTTP layer and the handlers that give every error one JSON shape.
+
+Every error body is ``RagindexError.to_dict()``'s shape: ``{"error", "message", "context"?}``;
+request validation adds ``detail`` (FastAPI's list of problems) and names the first field in
+``context.field``. Statuses come from ``exc.http_status``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ragindex.errors import RagindexError
+
+log = logging.getLogger(__name__)
+
+_HTTP_NAMES = {
+    400: "BadRequest",
+    401: "AuthenticationError",
+    403: "PermissionDeniedError",
+    404: "NotFoundError",
+    405: "MethodNotAllowed",
+    413: "DocumentTooLargeError",
+    415: "UnsupportedFormatError",
+}
+
+
+class AuthenticationError(RagindexError):
+    """No API key, or an unknown or revoked one."""
+
+    exit_code = 2
+    http_status = 401
+
+
+class PermissionDeniedError(RagindexError):
+    """The key is valid but its role may not do this (admin endpoints)."""
+
+    exit_code = 2
+    http_status = 403
+
+
+def _ragindex_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RagindexError)
+    if exc.http_status >= 500:
+        log.error("%s: %s", type(exc).__name__, exc.message)
+    headers = {"WWW-Authenticate": "Bearer"} if exc.http_status == 401 else None
+    return JSONResponse(jsonable_encoder(exc.to_dict()), status_code=exc.http_status, headers=headers)
+
+
+def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    problems = exc.errors()
+    first: dict[str, Any] = dict(problems[0]) if problems else {}
+    loc = [str(p) for p in first.get("loc", ())]
+    if loc and loc[0] in ("body", "path", "query", "header", "cookie"):
+        loc = loc[1:]
+    field = ".".join(loc) or "request"
+    body = {
+        "error": "ValidationError",
+        "message": f"{field}: {first.get('msg', 'invalid request')}",
+        "context": {"field": field},
+        "detail": jsonable_encoder(problems, custom_encoder={Exception: str}),
+    }
+    return JSONResponse(body, status_code=422)
+
+
+def _http_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    body = {"error": _HTTP_NAMES.get(exc.status_code, "HTTPError"), "message": str(exc.detail)}
+    return JSONResponse(body, status_code=exc.status_code, headers=getattr(exc, "headers", None))
+
+
+def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error", exc_info=exc)
+    return JSONResponse({"error": "InternalError", "message": "internal error; see the service log"}, status_code=500)
+
+
+def install_handlers(app: FastAPI) -> None:
+    """Map RagindexError, request validation, HTTP errors and anything else to the one JSON shape."""
+    app.add_exception_handler(RagindexError, _ragindex_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)

@@ -1,0 +1,1 @@
+"""Route modules: documents (uploads), jobs, search, chunks, admin, health."""

@@ -1,0 +1,44 @@
+"""Admin endpoints (admin keys only): status, verify, repair, optimise, and who-am-I for any key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from ragindex.service.deps import AdminDep, CallerDep, StateDep
+from ragindex.service.schemas import KeyInfo, RepairRequest
+
+router = APIRouter(prefix="/v1", tags=["admin"])
+
+
+@router.get("/me", response_model=KeyInfo)
+def whoami(caller: CallerDep) -> KeyInfo:
+    """The calling key's id, tenant and role."""
+    return KeyInfo(key_id=caller.key_id, user_id=caller.user_id, admin=caller.admin)
+
+
+@router.get("/status")
+def status(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
+    """Documents and chunks per status per set, the collections, and the job queue."""
+    out = state.engine.status()
+    out["jobs"] = {"queued": state.jobs.depth, "running": state.jobs.current}
+    return out
+
+
+@router.post("/verify")
+def verify(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
+    """Compare the truth store with the index (read-only; holds the index thread while it scans)."""
+    return state.engine.verify().to_dict()
+
+
+@router.post("/repair")
+def repair(state: StateDep, _admin: AdminDep, body: RepairRequest | None = None) -> dict[str, Any]:
+    """Converge the index copies to the truth store (``{"dry_run": true}`` only reports)."""
+    return state.engine.repair(dry_run=body.dry_run if body else False).to_dict()
+
+
+@router.post("/optimize")
+def optimize(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
+    """Build the HNSW graphs of every bucket in use. On Edge this freezes the whole process: quiet hours only."""
+    return {"optimized": state.engine.optimize_all()}

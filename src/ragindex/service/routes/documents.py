@@ -1,0 +1,96 @@
+"""Uploads (an ingest job per request), the documents of a set, deleting a document."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, File, UploadFile
+from fastapi import Path as PathParam
+from starlette.concurrency import run_in_threadpool
+
+from ragindex.errors import NotFoundError, ValidationError
+from ragindex.service import uploads
+from ragindex.service.deps import CallerDep, StateDep
+from ragindex.service.schemas import JobAccepted
+from ragindex.store.records import DocumentRow
+from ragindex.store.states import Lifecycle
+
+router = APIRouter(prefix="/v1", tags=["documents"])
+
+SetIdPath = Annotated[int, PathParam(gt=0, description="A set of the key's tenant.")]
+
+
+@router.post("/sets/{set_id}/documents", status_code=202, response_model=JobAccepted)
+async def upload_documents(
+    set_id: SetIdPath,
+    files: Annotated[list[UploadFile], File(description="One or many files (form field `files`).")],
+    state: StateDep,
+    caller: CallerDep,
+) -> JobAccepted:
+    """Save the files and queue their ingest; poll ``GET /v1/jobs/{job_id}``. Re-uploading a name updates it."""
+    if not files:
+        raise ValidationError("files", "send at least one file")
+    if len(files) > state.service.max_upload_files:
+        raise ValidationError("files", f"at most {state.service.max_upload_files} files per upload")
+    names: list[str] = []
+    for upload in files:
+        name = uploads.sanitize_filename(upload.filename)
+        uploads.check_type(name, state.suffixes)
+        uploads.check_size(name, upload.size, state.settings.max_file_bytes)
+        names.append(name)
+    if len(set(names)) != len(names):
+        raise ValidationError("files", "two files of one upload have the same name")
+    folder = state.blob_root / str(caller.user_id) / str(set_id)
+    targets = [folder / name for name in names]
+    for upload, target in zip(files, targets, strict=True):
+        await run_in_threadpool(uploads.save, upload.file, target)
+    job_id = await run_in_threadpool(state.jobs.submit_ingest, user_id=caller.user_id, set_id=set_id, files=targets)
+    return JobAccepted(job_id=job_id, status="queued", files=names)
+
+
+def _document(doc: DocumentRow) -> dict[str, Any]:
+    return {
+        "doc_id": doc.doc_id,
+        "set_id": doc.set_id,
+        "filename": doc.filename,
+        "source": doc.source_uri,
+        "status": doc.status,
+        "error": doc.error,
+        "chunk_count": doc.chunk_count,
+        "size": doc.size,
+        "parser": doc.parser,
+        "updated_at": doc.updated_at.isoformat(),
+    }
+
+
+@router.get("/sets/{set_id}/documents")
+def list_documents(set_id: SetIdPath, state: StateDep, caller: CallerDep) -> dict[str, Any]:
+    """The set's documents with their processing status (SUCCESS, FAILED, PROCESSING)."""
+    docs = state.engine.store.list_documents(user_id=caller.user_id, set_id=set_id)
+    return {"set_id": set_id, "documents": [_document(d) for d in docs]}
+
+
+@router.delete("/documents/{doc_id}")
+def delete_document(
+    doc_id: Annotated[int, PathParam(gt=0)],
+    state: StateDep,
+    caller: CallerDep,
+) -> dict[str, Any]:
+    """Delete a document of the key's tenant: gone from search at once, then purged from the index."""
+    store = state.engine.store
+    doc = store.get_document(doc_id, user_id=caller.user_id)
+    if doc.lifecycle_status != Lifecycle.ACTIVE:
+        raise NotFoundError(f"document {doc_id} not found", doc_id=doc_id)
+    result = state.engine.delete_document(doc_id, user_id=caller.user_id)
+    _drop_blob(state.blob_root, doc, store.documents_of_file(doc.user_id, doc.set_id, doc.file_uri))
+    return result
+
+
+def _drop_blob(blob_root: Path, doc: DocumentRow, still_active: list[DocumentRow]) -> None:
+    """Remove the uploaded file once no ACTIVE document comes from it (a records file holds many)."""
+    path = Path(doc.file_uri)
+    root = blob_root.resolve()
+    if still_active or not path.is_relative_to(root):
+        return
+    path.unlink(missing_ok=True)
