@@ -82,3 +82,34 @@ def test_factory_builds_the_configured_providers(tmp_path):
 def test_remote_providers_need_their_url(overrides, setting, tmp_path):
     with pytest.raises(ValueError, match=setting):
         Settings(data_dir=tmp_path, **overrides)
+
+
+def test_engine_with_both_remote_providers_builds_and_searches_sparse(encoder_server, api_key, tmp_files, tmp_path):
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        dense_provider="openai",
+        dense_url=encoder_server.url,
+        dense_api_key=api_key,
+        sparse_provider="remote_bge_m3",
+        bge_m3_service_url=encoder_server.url,
+        sparse_http_api_key=api_key,
+        bm25_enabled=False,
+        bucket_count=1,
+    )
+    with Engine(settings) as engine:
+        try:
+            report = engine.ingest([tmp_files])
+            assert not report.failures
+            counts = engine.store.chunk_count_by_status("sparse")
+            assert counts == {"SUCCESS": 3}, counts
+            # the tiny BGE-M3 is random: only shared tokens score, and these are only in volcanoes.md
+            result = engine.search("volcano magma", user_id=1, set_id=1, mode="sparse", top_k=3)
+            assert result.hits and result.hits[0].filename == "volcanoes.md"
+            hybrid = engine.search("volcano magma", user_id=1, set_id=1, mode="hybrid", top_k=3)
+            assert hybrid.hits[0].filename == "volcanoes.md"
+            meta = engine.store.list_index_meta()[0]
+            assert meta.sparse_model == engine.sparse["sparse"].name
+            assert meta.sparse_model.startswith("remote_bge_m3:")
+        finally:
+            engine.dense.close()
+            engine.sparse["sparse"].close()

@@ -43,7 +43,12 @@ T = TypeVar("T")
 
 
 class EncodeRequest(BaseModel):
-    """Body of ``POST /encode`` (FlagEmbedding's defaults: dense on, sparse off)."""
+    """Body of ``POST /encode`` (FlagEmbedding's defaults: dense on, sparse off).
+
+    ``max_length`` and ``batch_size`` are accepted for the contract's sake; the served encoders keep
+    their configured limits (``RAGINDEX_SPARSE_MAX_LENGTH``, the dense model's maximum sequence length,
+    ``RAGINDEX_EMBED_BATCH_SIZE``), so every client gets the same vectors for the same text.
+    """
 
     texts: list[str] = Field(max_length=MAX_TEXTS)
     return_dense: bool = True
