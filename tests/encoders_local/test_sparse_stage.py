@@ -11,6 +11,7 @@ import pytest
 from ragindex.config.settings import Settings
 from ragindex.engine import Engine
 from ragindex.errors import FingerprintMismatchError, RetrievalConfigurationError
+from ragindex.pipeline import faults
 
 pytestmark = pytest.mark.integration
 
@@ -136,3 +137,27 @@ def test_a_collection_built_before_sparse_adopts_it(
         hits = on.search("spring tides and the moon", user_id=1, set_id=1, mode="sparse").hits
         assert [h.chunk_id for h in hits] == [new[0].chunk_id]  # the only chunk with a sparse vector
         assert on.verify().ok
+
+
+def test_a_failed_sparse_stage_has_its_own_status_and_repair_converges(
+    tmp_path: Path, corpus: Path, tiny_bge_m3: Path
+) -> None:
+    with Engine(sparse_settings(tmp_path / "d", tiny_bge_m3)) as engine:
+        faults.arm("sparse.after_encode")
+        try:
+            engine.ingest([corpus])
+        finally:
+            faults.disarm_all()
+        chunks = engine.store.pending_chunks("sparse")
+        assert len(chunks) == 3
+        assert {(c.dense_status, c.bm25_status, c.sparse_status) for c in chunks} == {("SUCCESS", "SUCCESS", "FAILED")}
+        assert all("InjectedFault" in (c.last_error or "") for c in chunks)
+        assert {r.stages["sparse"] for r in engine.store.runs()} == {"FAILED"}
+        assert engine.search(QUERIES[0], user_id=1, set_id=1, mode="sparse").hits == ()  # dense, bm25 still serve
+        assert engine.search(QUERIES[0], user_id=1, set_id=1, mode="dense").hits
+
+        engine.repair()
+        assert engine.store.chunk_count_by_status("sparse") == {"SUCCESS": 3}
+        assert engine.store.chunk_count_by_status("dense") == {"SUCCESS": 3}
+        assert engine.verify().ok
+        assert engine.search(QUERIES[0], user_id=1, set_id=1, mode="sparse").hits

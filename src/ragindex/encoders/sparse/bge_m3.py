@@ -164,6 +164,11 @@ class BgeM3SparseEncoder:
             raise ConfigurationError("the local BGE-M3 provider needs torch and transformers") from exc
         if self.threads:
             torch.set_num_threads(self.threads)
+        from transformers.utils import logging as transformers_logging
+
+        hf_logging: Any = transformers_logging  # its progress-bar switches are untyped
+        bars = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()  # no tqdm bar in the middle of the CLI's own progress display
         try:
             tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
             model = AutoModel.from_pretrained(str(folder), local_files_only=True)
@@ -175,6 +180,9 @@ class BgeM3SparseEncoder:
             raise ConfigurationError(
                 f"cannot load the BGE-M3 checkpoint at {str(folder)!r}: {exc}", path=str(folder)
             ) from exc
+        finally:
+            if bars:
+                hf_logging.enable_progress_bar()
         hidden = int(getattr(model.config, "hidden_size", sparse_linear.in_features))
         if hidden != sparse_linear.in_features:
             raise ConfigurationError(
