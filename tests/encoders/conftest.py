@@ -70,7 +70,7 @@ def dense_only_server(local_dense: SentenceTransformerDenseEncoder) -> Iterator[
 
 
 # ---------------------------------------------------------------- a scripted stdlib HTTP server
-Reply = tuple[int, Any, float]  # status, JSON body, seconds to sleep before answering
+Reply = tuple[Any, ...]  # status, JSON body, seconds to sleep before answering[, extra headers]
 
 
 class ScriptedServer:
@@ -91,7 +91,9 @@ class ScriptedServer:
                     outer.requests.append(self.path)
                     outer.headers.append(dict(self.headers))
                     n = len(outer.requests)
-                status, payload, delay = outer.script(n, self.path, body)
+                reply = outer.script(n, self.path, body)
+                status, payload, delay = reply[:3]
+                extra = reply[3] if len(reply) > 3 else {}
                 if delay:
                     threading.Event().wait(delay)
                 data = json.dumps(payload).encode()
@@ -99,6 +101,8 @@ class ScriptedServer:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
+                    for name, value in extra.items():
+                        self.send_header(name, value)
                     self.end_headers()
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):

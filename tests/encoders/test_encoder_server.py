@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import base64
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import numpy as np
 import pytest
+
+from ragindex.encoders.server import ThreadedServer, create_encoder_app
 
 pytestmark = pytest.mark.integration
 
@@ -70,3 +74,34 @@ def test_wrong_or_missing_key_is_401(encoder_server):
         assert client.post("/encode", json={"texts": ["a"]}).status_code == 401
         wrong = client.post("/encode", json={"texts": ["a"]}, headers={"Authorization": "Bearer nope"})
         assert wrong.status_code == 401 and wrong.headers["www-authenticate"] == "Bearer"
+
+
+class SlowDense:
+    """The real local encoder behind a one-second pause: a dependency of the server, slowed down."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.fingerprint = inner.fingerprint
+        self.cache_key = inner.cache_key
+        self.model_name = inner.model_name
+        self.dimension = 384
+
+    def encode_documents(self, texts):
+        time.sleep(1.0)
+        return self.inner.encode_documents(texts)
+
+    encode_queries = encode_documents
+
+
+def test_encoding_runs_off_the_event_loop(local_dense):
+    with ThreadedServer(create_encoder_app(SlowDense(local_dense), None)) as server, httpx.Client() as client:
+        pool = ThreadPoolExecutor(1)
+        try:
+            slow = pool.submit(client.post, f"{server.url}/v1/embeddings", json={"input": ["x"]}, timeout=10)
+            time.sleep(0.2)
+            started = time.perf_counter()
+            assert client.get(f"{server.url}/healthz").status_code == 200
+            assert time.perf_counter() - started < 0.5  # answered while the encode sleeps
+            assert slow.result().status_code == 200
+        finally:
+            pool.shutdown()

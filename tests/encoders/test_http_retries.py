@@ -106,6 +106,20 @@ def test_try_later_4xx_is_retried(scripted, status: int) -> None:
     assert server.requests == ["/v1/embeddings"] * 2
 
 
+def test_retry_after_lengthens_the_wait(scripted) -> None:
+    def script(n: int, path: str, body: Any) -> tuple[Any, ...]:
+        if n == 1:
+            return 429, {"error": {"message": "slow down"}}, 0.0, {"Retry-After": "0.4"}
+        return 200, embeddings_answer(body), 0.0
+
+    server = scripted(script)
+    started = time.perf_counter()
+    with OpenAIHttpDenseEncoder(server.url, "m", max_retries=1, backoff=0.01) as client:
+        client.encode_documents(["a"])
+    assert time.perf_counter() - started >= 0.4
+    assert server.requests == ["/v1/embeddings"] * 2
+
+
 def test_timeout_is_retried_then_raised(scripted) -> None:
     server = scripted(lambda n, path, body: (200, embeddings_answer(body), 0.6))
     with (

@@ -6,7 +6,9 @@ Failure policy (seed section 6.6, extended to every remote encoder):
   408 (request timeout) and 429 (rate limited), which say "try later" rather than "wrong request";
 * a 5xx answer, a network error or a timeout is retried up to ``max_retries`` times with a linear
   backoff (``backoff * attempt`` seconds), then raised as :class:`~ragindex.errors.EncodingError`;
-* an answer that is not JSON is an error of the service (retried like a 5xx).
+* an answer that is not JSON is an error of the service (retried like a 5xx);
+* a ``Retry-After`` header (seconds) on a retried answer lengthens the wait, capped at
+  ``MAX_RETRY_AFTER`` seconds.
 
 The API key travels only in the ``Authorization`` header. It is never logged, and every error
 message is scrubbed of it (and of any ``user:password@`` in the URL) before it is raised.
@@ -27,6 +29,7 @@ from ragindex.errors import EncodingError
 log = logging.getLogger(__name__)
 
 RETRY_STATUSES = frozenset({408, 429})
+MAX_RETRY_AFTER = 60.0
 _DETAIL_CHARS = 300
 
 
@@ -103,9 +106,11 @@ class RetryingJsonClient:
         where = f"{self.service} at {display_url(url)}"
         attempts = self.max_retries + 1
         last = ""
+        retry_after = 0.0
         for attempt in range(1, attempts + 1):
             if attempt > 1:
-                time.sleep(self.backoff * (attempt - 1))
+                time.sleep(max(self.backoff * (attempt - 1), retry_after))
+            retry_after = 0.0
             try:
                 response = self._client.post(url, json=payload)
             except httpx.TimeoutException as exc:
@@ -121,12 +126,22 @@ class RetryingJsonClient:
                         last = f"HTTP {status} with a body that is not JSON"
                 else:
                     last = f"HTTP {status}: {_detail(response)}"
+                    retry_after = _retry_after(response)
                     if status < 500 and status not in RETRY_STATUSES:
                         raise EncodingError(
                             self._scrub(f"{where} refused the request: {last}"), service=self.service, status=status
                         )
             log.warning("%s failed (attempt %d of %d): %s", where, attempt, attempts, self._scrub(last))
         raise EncodingError(self._scrub(f"{where} failed after {attempts} attempt(s): {last}"), service=self.service)
+
+
+def _retry_after(response: httpx.Response) -> float:
+    """Seconds asked for by a ``Retry-After`` header (the numeric form), capped; 0 when absent or a date."""
+    try:
+        seconds = float(response.headers.get("retry-after", "0"))
+    except ValueError:
+        return 0.0
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
 
 
 def _detail(response: httpx.Response) -> str:
