@@ -12,12 +12,14 @@ import json
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ragindex.encoders.dense.sentence_transformers import SentenceTransformerDenseEncoder
-from ragindex.encoders.server import ThreadedServer, create_encoder_app
+
+if TYPE_CHECKING:
+    from ragindex.encoders.server import ThreadedServer
 
 API_KEY = "sk-test-encoder-key-5f1c2e"
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -49,7 +51,8 @@ def local_sparse(tmp_path_factory: pytest.TempPathFactory) -> Any:
 @pytest.fixture(scope="module")
 def encoder_server(local_dense: SentenceTransformerDenseEncoder, local_sparse: Any) -> Iterator[ThreadedServer]:
     """Encoder server with dense + sparse and an API key; ``server.requests`` counts (path, status)."""
-    app = create_encoder_app(local_dense, local_sparse, api_key=API_KEY)
+    served = pytest.importorskip("ragindex.encoders.server", reason="the encoder server needs ragindex[service]")
+    app = served.create_encoder_app(local_dense, local_sparse, api_key=API_KEY)
     requests: list[tuple[str, int]] = []
 
     @app.middleware("http")
@@ -58,14 +61,15 @@ def encoder_server(local_dense: SentenceTransformerDenseEncoder, local_sparse: A
         requests.append((request.url.path, response.status_code))
         return response
 
-    with ThreadedServer(app) as server:
+    with served.ThreadedServer(app) as server:
         server.requests = requests  # type: ignore[attr-defined]
         yield server
 
 
 @pytest.fixture(scope="module")
 def dense_only_server(local_dense: SentenceTransformerDenseEncoder) -> Iterator[ThreadedServer]:
-    with ThreadedServer(create_encoder_app(local_dense, None)) as server:
+    served = pytest.importorskip("ragindex.encoders.server", reason="the encoder server needs ragindex[service]")
+    with served.ThreadedServer(served.create_encoder_app(local_dense, None)) as server:
         yield server
 
 

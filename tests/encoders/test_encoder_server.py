@@ -10,6 +10,8 @@ import httpx
 import numpy as np
 import pytest
 
+pytest.importorskip("fastapi", reason="the encoder server needs ragindex[service]")
+
 from ragindex.encoders.server import ThreadedServer, create_encoder_app
 
 pytestmark = pytest.mark.integration

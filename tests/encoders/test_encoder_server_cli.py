@@ -15,6 +15,7 @@ import pytest
 from ragindex.encoders.dense.openai_http import OpenAIHttpDenseEncoder
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytest.importorskip("uvicorn", reason="the encoder server needs ragindex[service]")
 
 
 def free_port() -> int:
