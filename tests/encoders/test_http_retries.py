@@ -16,7 +16,7 @@ import pytest
 from ragindex.encoders._http import RetryingJsonClient, display_url
 from ragindex.encoders.dense.openai_http import OpenAIHttpDenseEncoder
 from ragindex.encoders.sparse.bge_m3_http import BgeM3HttpSparseEncoder, RemoteBgeM3Encoder
-from ragindex.errors import EncodingError
+from ragindex.errors import ConfigurationError, EncodingError
 from ragindex.types import SparseVector
 
 pytestmark = pytest.mark.integration
@@ -233,3 +233,12 @@ def test_malformed_sparse_answer_is_an_encoding_error(scripted) -> None:
     server.script = lambda n, path, body: (200, {"sparse": []}, 0.0)
     with BgeM3HttpSparseEncoder(server.url) as encoder, pytest.raises(EncodingError, match="0 sparse vectors for 1"):
         encoder.encode_documents(["a"])
+
+
+def test_invalid_client_parameters_are_configuration_errors() -> None:
+    with pytest.raises(ConfigurationError, match="max_retries"):
+        RetryingJsonClient("http://127.0.0.1:9", max_retries=-1)
+    with pytest.raises(ConfigurationError, match="RAGINDEX_DENSE_DIMENSIONS"):
+        OpenAIHttpDenseEncoder("http://127.0.0.1:9", "m", send_dimensions=True)
+    with pytest.raises(ConfigurationError, match="top_k"):
+        RemoteBgeM3Encoder("http://127.0.0.1:9", top_k=0)

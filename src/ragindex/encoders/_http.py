@@ -24,7 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from ragindex.errors import EncodingError
+from ragindex.errors import ConfigurationError, EncodingError
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class RetryingJsonClient:
         service: str = "encoder service",
     ) -> None:
         if max_retries < 0:
-            raise ValueError("max_retries must be >= 0")
+            raise ConfigurationError(f"max_retries must be >= 0, got {max_retries}")
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.max_retries = max_retries

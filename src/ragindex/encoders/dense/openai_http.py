@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ragindex.encoders._http import RetryingJsonClient, display_url
-from ragindex.errors import EncodingError
+from ragindex.errors import ConfigurationError, EncodingError
 
 log = logging.getLogger(__name__)
 
@@ -76,9 +76,9 @@ class OpenAIHttpDenseEncoder:
         backoff: float = 0.5,
     ) -> None:
         if batch_size < 1:
-            raise ValueError("batch_size must be >= 1")
+            raise ConfigurationError(f"batch_size must be >= 1, got {batch_size}")
         if send_dimensions and dimensions is None:
-            raise ValueError("send_dimensions needs dimensions")
+            raise ConfigurationError("send_dimensions needs dimensions (RAGINDEX_DENSE_DIMENSIONS)")
         self.url = embeddings_url(base_url)
         self.model = model
         self.expected_dimension = dimensions

@@ -27,7 +27,7 @@ import numpy as np
 
 from ragindex.encoders._http import RetryingJsonClient, display_url
 from ragindex.encoders.sparse.cleaning import clean_lexical_weights
-from ragindex.errors import EncodingError
+from ragindex.errors import ConfigurationError, EncodingError
 from ragindex.types import SparseVector
 
 __all__ = ["BgeM3HttpSparseEncoder", "RemoteBgeM3Encoder"]
@@ -56,7 +56,7 @@ class _EncodeService:
         send_batch_size: bool,
     ) -> None:
         if top_k < 1 or batch_size < 1:
-            raise ValueError(f"top_k and batch_size must be >= 1, got {top_k}, {batch_size}")
+            raise ConfigurationError(f"top_k and batch_size must be >= 1, got {top_k}, {batch_size}")
         self.url = url.rstrip("/")
         self.top_k = top_k
         self.min_weight = float(min_weight)
