@@ -21,6 +21,7 @@ from ragindex.chunking.protocol import Chunker
 from ragindex.errors import DocumentTooLargeError, InputError, RagindexError
 from ragindex.index.routing import bucket_of
 from ragindex.loaders.registry import LoaderRegistry
+from ragindex.pipeline import faults
 from ragindex.pipeline.indexer import Indexer, StageResult
 from ragindex.store.records import NewDocument
 from ragindex.store.sql import SqlTruthStore, sha256_text
@@ -294,40 +295,38 @@ class SourceSync:
             parser=doc.parser,
             metadata={**dict(doc.metadata), **({"title": doc.title} if doc.title else {})},
         )
-        doc_id = self.store.upsert_document(new)
-        run_id = self._start_run(doc_id, ctx.job_id)
         try:
             drafts = self.chunker.chunk(doc)
-            diff = self.store.replace_chunks(
-                doc_id,
-                user_id=user_id,
-                set_id=set_id,
-                bucket_id=ctx.bucket,
-                drafts=drafts,
-                kinds=self.kinds,
-                file_hash=file_hash,
-                content_hash=content_hash,
-            )
         except RagindexError as exc:
-            elapsed = (time.perf_counter() - t0) * 1000
-            self.store.set_stage(run_id, Stage.CHUNKING, RunStatus.FAILED, duration_ms=elapsed)
-            self.store.finish_run(
-                run_id,
-                RunStatus.FAILED,
-                total_ms=elapsed,
-                failed_stage=Stage.CHUNKING,
-                recover_from_stage=Stage.CHUNKING,
-                error=str(exc),
-            )
-            self.store.set_document_status(doc_id, RunStatus.FAILED, str(exc))
+            self._record_chunking_failure(new, ctx.job_id, (time.perf_counter() - t0) * 1000, exc)
             raise
         elapsed = (time.perf_counter() - t0) * 1000
-        self.store.set_stage(run_id, Stage.CHUNKING, RunStatus.SUCCESS, duration_ms=elapsed, chunk_count=len(drafts))
+        doc_id, run_id, diff = self.store.stage_document(
+            new, drafts=drafts, bucket_id=ctx.bucket, kinds=self.kinds, job_id=ctx.job_id, chunking_ms=elapsed
+        )
+        faults.hit("chunking.after_truth_write")
         report.chunks["total"] += len(drafts)
         report.chunks["reused"] += len(diff.kept)
         report.chunks["removed"] += len(diff.removed)
         self._purge(diff.removed, report)
         touched.append(_Touched(doc_id=doc_id, run_id=run_id, chunk_count=len(drafts), chunking_ms=elapsed))
+
+    def _record_chunking_failure(
+        self, doc: NewDocument, job_id: str | None, elapsed: float, exc: RagindexError
+    ) -> None:
+        """The document keeps its previous chunks and hashes; its run records the failed stage."""
+        doc_id = self.store.upsert_document(doc)
+        run_id = self._start_run(doc_id, job_id)
+        self.store.set_stage(run_id, Stage.CHUNKING, RunStatus.FAILED, duration_ms=elapsed)
+        self.store.finish_run(
+            run_id,
+            RunStatus.FAILED,
+            total_ms=elapsed,
+            failed_stage=Stage.CHUNKING,
+            recover_from_stage=Stage.CHUNKING,
+            error=str(exc),
+        )
+        self.store.set_document_status(doc_id, RunStatus.FAILED, str(exc))
 
     def _start_run(self, doc_id: int, job_id: str | None) -> int:
         kinds = self.kinds
@@ -382,30 +381,30 @@ class SourceSync:
         self._finish_runs(touched, results)
 
     def _finish_runs(self, touched: Sequence[_Touched], results: dict[str, StageResult]) -> None:
+        """Close every run of this ingest and settle its document's status, in two queries."""
+        outcomes = self.store.index_outcomes([t.doc_id for t in touched], self.kinds)
+        settled = []
         for item in touched:
-            chunks = self.store.chunks_of_document(item.doc_id)
-            failed_stage = None
-            error = None
+            failed_stage: str | None = None
+            error: str | None = None
+            stages: dict[str, tuple[str, float]] = {}
             total = item.chunking_ms
             for kind in self.kinds:
-                stage = Stage(kind.upper())
-                statuses = {c.status_of(kind) for c in chunks}
                 spent = results[kind].time_by_doc_ms.get(item.doc_id, 0.0) if kind in results else 0.0
                 total += spent
-                if statuses <= {"SUCCESS"}:
-                    self.store.set_stage(item.run_id, stage, RunStatus.SUCCESS, duration_ms=spent)
-                    continue
-                self.store.set_stage(item.run_id, stage, RunStatus.FAILED, duration_ms=spent)
-                if failed_stage is None:
-                    failed_stage = stage
-                    bad = next(c for c in chunks if c.status_of(kind) != "SUCCESS")
-                    error = bad.last_error or f"{kind} copies not written"
-            self.store.finish_run(
-                item.run_id,
-                RunStatus.FAILED if failed_stage else RunStatus.SUCCESS,
-                total_ms=total,
-                failed_stage=failed_stage,
-                recover_from_stage=failed_stage,
-                error=error,
+                problem = outcomes[item.doc_id][kind]
+                stages[kind] = (RunStatus.FAILED if problem else RunStatus.SUCCESS, spent)
+                if problem and failed_stage is None:
+                    failed_stage, error = Stage(kind.upper()), problem
+            settled.append(
+                {
+                    "run_id": item.run_id,
+                    "doc_id": item.doc_id,
+                    "status": RunStatus.FAILED if failed_stage else RunStatus.SUCCESS,
+                    "failed_stage": failed_stage,
+                    "error": error,
+                    "total_ms": total,
+                    "stages": stages,
+                }
             )
-            self.store.set_document_status(item.doc_id, RunStatus.FAILED if failed_stage else RunStatus.SUCCESS, error)
+        self.store.settle_runs(settled)

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from sqlalchemy import (
@@ -35,7 +35,6 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.pool import NullPool
 from sqlalchemy.sql import Executable
 
 from ragindex.errors import NotFoundError, StoreError, ValidationError
@@ -54,6 +53,7 @@ from ragindex.store.records import (
 from ragindex.store.states import CLAIMABLE, IndexStatus, Lifecycle, RunStatus
 from ragindex.types import ChunkDraft
 
+_T = TypeVar("_T")
 KINDS = ("dense", "bm25", "sparse")
 _SQL_IN_BATCH = 500  # bound IN-lists (SQLite's variable limit, server packet sizes)
 _DOC = schema.documents.c
@@ -71,7 +71,7 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _batches(items: Sequence[str], size: int = _SQL_IN_BATCH) -> Iterator[Sequence[str]]:
+def _batches(items: Sequence[_T], size: int = _SQL_IN_BATCH) -> Iterator[Sequence[_T]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
@@ -110,7 +110,8 @@ class SqlTruthStore:
             path = url.removeprefix("sqlite:///")
             if path and path != ":memory:":
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
-            engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, poolclass=NullPool)
+            # pooled: a fresh SQLite connection (plus its pragmas) costs ~8 ms, a pooled one ~0.5 ms per transaction
+            engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, pool_size=8)
             event.listen(engine, "connect", _sqlite_pragmas)
             return engine
         return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
@@ -203,42 +204,49 @@ class SqlTruthStore:
         transaction as the chunks: a crash in between leaves the old hash, so a re-run re-parses.
         """
         now = utcnow()
-        values = {
-            "source_uri": doc.source_uri,
-            "file_uri": doc.file_uri,
-            "file_key": sha256_text(doc.file_uri),
-            "filename": doc.filename[:512],
-            "size": doc.size,
-            "parser": doc.parser,
-            "metadata": dict(doc.metadata),
-            "lifecycle_status": Lifecycle.ACTIVE,
-            "status": status,
-            "error": None,
-            "updated_at": now,
-        }
-        key = sha256_text(doc.source_uri)
+        values = _document_values(doc, status, now)
         with self._tx() as conn:
-            existing = conn.execute(
-                select(_DOC.doc_id).where(
-                    _DOC.user_id == doc.user_id, _DOC.set_id == doc.set_id, _DOC.source_key == key
-                )
-            ).first()
-            if existing:
-                conn.execute(update(schema.documents).where(_DOC.doc_id == existing[0]).values(**values))
-                return int(existing[0])
-            result = conn.execute(
-                insert(schema.documents).values(
-                    user_id=doc.user_id,
-                    set_id=doc.set_id,
-                    source_key=key,
-                    file_hash="",  # no committed hash until replace_chunks: a crash before it means re-parse
-                    content_hash="",
-                    chunk_count=0,
-                    created_at=now,
-                    **values,
-                )
+            return _upsert_document(conn, doc, values, now)
+
+    def stage_document(
+        self,
+        doc: NewDocument,
+        *,
+        drafts: Sequence[ChunkDraft],
+        bucket_id: int,
+        kinds: Iterable[str],
+        job_id: str | None,
+        chunking_ms: float,
+    ) -> tuple[int, int, ChunkDiff]:
+        """Record a document version, its chunks (diffed by content hash) and its run, in ONE transaction.
+
+        This is the ingest's hot path: one round trip per changed document instead of five. The run is
+        opened with its chunking stage SUCCESS and the index stages PENDING (SKIPPED when disabled).
+        Returns (doc_id, run_id, diff).
+        """
+        enabled = set(kinds)
+        now = utcnow()
+        with self._tx() as conn:
+            doc_id = _upsert_document(conn, doc, _document_values(doc, RunStatus.PROCESSING, now), now)
+            diff = _replace_chunks(
+                conn,
+                doc_id,
+                user_id=doc.user_id,
+                set_id=doc.set_id,
+                bucket_id=bucket_id,
+                drafts=drafts,
+                enabled=enabled,
+                file_hash=doc.file_hash,
+                content_hash=doc.content_hash,
+                now=now,
             )
-            return _new_id(result.inserted_primary_key)
+            run_id = _start_run(conn, doc_id, job_id=job_id, enabled=enabled, now=now)
+            conn.execute(
+                update(schema.pipeline_runs)
+                .where(_RUN.run_id == run_id)
+                .values(chunking_status=RunStatus.SUCCESS, chunking_ms=chunking_ms, chunk_count=len(drafts))
+            )
+        return doc_id, run_id, diff
 
     def record_failed_document(self, doc: NewDocument, error: str) -> int:
         """Record a document whose loading failed (status FAILED, error and file hash kept, no chunks)."""
@@ -311,75 +319,19 @@ class SqlTruthStore:
         statuses (only its position is updated); new content gets a new chunk_id with PENDING statuses
         for each enabled kind (NULL for disabled kinds); existing chunks with no match become REMOVED.
         """
-        enabled = set(kinds)
-        now = utcnow()
         with self._tx() as conn:
-            existing = conn.execute(
-                select(_CH.chunk_id, _CH.content_hash)
-                .where(_CH.doc_id == doc_id, _CH.lifecycle_status == Lifecycle.ACTIVE)
-                .order_by(_CH.chunk_index)
-            ).all()
-            by_hash: dict[str, list[str]] = defaultdict(list)
-            for chunk_id, existing_hash in existing:
-                by_hash[existing_hash].append(chunk_id)
-            kept: list[dict[str, Any]] = []
-            added: list[dict[str, Any]] = []
-            for draft in drafts:
-                chunk_hash = sha256_text(draft.text)
-                position = {
-                    "chunk_index": draft.index,
-                    "start_line": draft.start_line,
-                    "end_line": draft.end_line,
-                    "page": draft.page,
-                    "section": draft.section,
-                    "token_count": draft.token_count,
-                    "updated_at": now,
-                }
-                if by_hash.get(chunk_hash):
-                    kept.append({"b_chunk_id": by_hash[chunk_hash].pop(0), **position})
-                    continue
-                added.append(
-                    {
-                        "chunk_id": str(uuid.uuid4()),
-                        "doc_id": doc_id,
-                        "user_id": user_id,
-                        "set_id": set_id,
-                        "bucket_id": bucket_id,
-                        "chunk_type": draft.chunk_type,
-                        "content": draft.text,
-                        "content_hash": chunk_hash,
-                        "metadata": {},
-                        "lifecycle_status": Lifecycle.ACTIVE,
-                        "attempts": 0,
-                        "created_at": now,
-                        **{f"{k}_status": (IndexStatus.PENDING if k in enabled else None) for k in KINDS},
-                        **position,
-                    }
-                )
-            removed = [cid for ids in by_hash.values() for cid in ids]
-            if kept:
-                conn.execute(
-                    update(schema.chunks)
-                    .where(_CH.chunk_id == bindparam("b_chunk_id"))
-                    .values({k: bindparam(k) for k in kept[0] if k != "b_chunk_id"}),
-                    kept,
-                )
-            if added:
-                conn.execute(insert(schema.chunks), added)
-            for part in _batches(removed):
-                conn.execute(
-                    update(schema.chunks)
-                    .where(_CH.chunk_id.in_(part))
-                    .values(lifecycle_status=Lifecycle.REMOVED, updated_at=now)
-                )
-            conn.execute(
-                update(schema.documents)
-                .where(_DOC.doc_id == doc_id)
-                .values(chunk_count=len(drafts), file_hash=file_hash, content_hash=content_hash, updated_at=now)
+            return _replace_chunks(
+                conn,
+                doc_id,
+                user_id=user_id,
+                set_id=set_id,
+                bucket_id=bucket_id,
+                drafts=drafts,
+                enabled=set(kinds),
+                file_hash=file_hash,
+                content_hash=content_hash,
+                now=utcnow(),
             )
-        return ChunkDiff(
-            kept=tuple(k["b_chunk_id"] for k in kept), added=tuple(a["chunk_id"] for a in added), removed=tuple(removed)
-        )
 
     def remove_documents(self, doc_ids: Sequence[int]) -> list[str]:
         """Flip documents and their chunks to REMOVED at once; return the chunk ids that left search."""
@@ -729,21 +681,62 @@ class SqlTruthStore:
     # ------------------------------------------------------------------ pipeline runs
     def start_run(self, doc_id: int, *, job_id: str | None = None, sparse: bool = False, bm25: bool = True) -> int:
         """Open a pipeline run for a document; every stage PENDING (SKIPPED for disabled kinds)."""
+        enabled = {"dense", *(["bm25"] if bm25 else []), *(["sparse"] if sparse else [])}
         with self._tx() as conn:
-            result = conn.execute(
-                insert(schema.pipeline_runs).values(
-                    doc_id=doc_id,
-                    job_id=job_id,
-                    status=RunStatus.PROCESSING,
-                    chunking_status=RunStatus.PENDING,
-                    dense_status=RunStatus.PENDING,
-                    bm25_status=RunStatus.PENDING if bm25 else RunStatus.SKIPPED,
-                    sparse_status=RunStatus.PENDING if sparse else RunStatus.SKIPPED,
-                    chunk_count=0,
-                    started_at=utcnow(),
+            return _start_run(conn, doc_id, job_id=job_id, enabled=enabled, now=utcnow())
+
+    def index_outcomes(self, doc_ids: Sequence[int], kinds: Sequence[str]) -> dict[int, dict[str, str | None]]:
+        """Per document: for each kind, None if every ACTIVE chunk is SUCCESS, else the first error seen.
+
+        One query per 500 documents; the ingest settles thousands of runs with it.
+        """
+        out: dict[int, dict[str, str | None]] = {d: dict.fromkeys(kinds) for d in doc_ids}
+        cols = [_status_col(k) for k in kinds]
+        with self._tx() as conn:
+            for part in _batches(list(doc_ids)):
+                rows = conn.execute(
+                    select(_CH.doc_id, _CH.last_error, *cols).where(
+                        _CH.doc_id.in_(part), _CH.lifecycle_status == Lifecycle.ACTIVE
+                    )
                 )
+                for doc_id, last_error, *statuses in rows:
+                    for kind, status in zip(kinds, statuses, strict=True):
+                        if status not in (None, IndexStatus.SUCCESS) and out[doc_id][kind] is None:
+                            out[doc_id][kind] = last_error or f"{kind} copy is {status}"
+        return out
+
+    def settle_runs(self, outcomes: Sequence[Mapping[str, Any]]) -> None:
+        """Close many runs and set their documents' status in one transaction.
+
+        Each outcome: run_id, doc_id, status, failed_stage, error, total_ms and ``stages``
+        (stage name -> (status, duration_ms)).
+        """
+        if not outcomes:
+            return
+        now = utcnow()
+        with self._tx() as conn:
+            for item in outcomes:
+                values: dict[str, Any] = {
+                    "status": item["status"],
+                    "failed_stage": item["failed_stage"],
+                    "recover_from_stage": item["failed_stage"],
+                    "error": (item["error"] or "")[:4000] or None,
+                    "total_ms": item["total_ms"],
+                    "finished_at": now,
+                }
+                for stage, (status, duration) in item["stages"].items():
+                    values[f"{stage}_status"] = status
+                    values[f"{stage}_ms"] = duration
+                conn.execute(update(schema.pipeline_runs).where(_RUN.run_id == item["run_id"]).values(**values))
+            conn.execute(
+                update(schema.documents)
+                .where(_DOC.doc_id == bindparam("b_doc_id"))
+                .values(status=bindparam("b_status"), error=bindparam("b_error"), updated_at=now),
+                [
+                    {"b_doc_id": i["doc_id"], "b_status": i["status"], "b_error": (i["error"] or "")[:4000] or None}
+                    for i in outcomes
+                ],
             )
-            return _new_id(result.inserted_primary_key)
 
     def set_stage(
         self, run_id: int, stage: str, status: str, *, duration_ms: float | None = None, chunk_count: int | None = None
@@ -1112,6 +1105,143 @@ def _claim_rows(conn: Connection, kind: str, token: str, chunk_ids: Sequence[str
                 for r in conn.execute(select(_CH.chunk_id).where(_CH.chunk_id.in_(part), _claim_col(kind) == token))
             ]
     return claimed
+
+
+def _document_values(doc: NewDocument, status: str, now: datetime) -> dict[str, Any]:
+    return {
+        "source_uri": doc.source_uri,
+        "file_uri": doc.file_uri,
+        "file_key": sha256_text(doc.file_uri),
+        "filename": doc.filename[:512],
+        "size": doc.size,
+        "parser": doc.parser,
+        "metadata": dict(doc.metadata),
+        "lifecycle_status": Lifecycle.ACTIVE,
+        "status": status,
+        "error": None,
+        "updated_at": now,
+    }
+
+
+def _upsert_document(conn: Connection, doc: NewDocument, values: Mapping[str, Any], now: datetime) -> int:
+    key = sha256_text(doc.source_uri)
+    existing = conn.execute(
+        select(_DOC.doc_id).where(_DOC.user_id == doc.user_id, _DOC.set_id == doc.set_id, _DOC.source_key == key)
+    ).first()
+    if existing:
+        conn.execute(update(schema.documents).where(_DOC.doc_id == existing[0]).values(**values))
+        return int(existing[0])
+    result = conn.execute(
+        insert(schema.documents).values(
+            user_id=doc.user_id,
+            set_id=doc.set_id,
+            source_key=key,
+            file_hash="",  # no committed hash until the chunks are written: a crash before means re-parse
+            content_hash="",
+            chunk_count=0,
+            created_at=now,
+            **values,
+        )
+    )
+    return _new_id(result.inserted_primary_key)
+
+
+def _replace_chunks(
+    conn: Connection,
+    doc_id: int,
+    *,
+    user_id: int,
+    set_id: int,
+    bucket_id: int,
+    drafts: Sequence[ChunkDraft],
+    enabled: set[str],
+    file_hash: str,
+    content_hash: str,
+    now: datetime,
+) -> ChunkDiff:
+    existing = conn.execute(
+        select(_CH.chunk_id, _CH.content_hash)
+        .where(_CH.doc_id == doc_id, _CH.lifecycle_status == Lifecycle.ACTIVE)
+        .order_by(_CH.chunk_index)
+    ).all()
+    by_hash: dict[str, list[str]] = defaultdict(list)
+    for chunk_id, existing_hash in existing:
+        by_hash[existing_hash].append(chunk_id)
+    kept: list[dict[str, Any]] = []
+    added: list[dict[str, Any]] = []
+    for draft in drafts:
+        chunk_hash = sha256_text(draft.text)
+        position = {
+            "chunk_index": draft.index,
+            "start_line": draft.start_line,
+            "end_line": draft.end_line,
+            "page": draft.page,
+            "section": draft.section,
+            "token_count": draft.token_count,
+            "updated_at": now,
+        }
+        if by_hash.get(chunk_hash):
+            kept.append({"b_chunk_id": by_hash[chunk_hash].pop(0), **position})
+            continue
+        added.append(
+            {
+                "chunk_id": str(uuid.uuid4()),
+                "doc_id": doc_id,
+                "user_id": user_id,
+                "set_id": set_id,
+                "bucket_id": bucket_id,
+                "chunk_type": draft.chunk_type,
+                "content": draft.text,
+                "content_hash": chunk_hash,
+                "metadata": {},
+                "lifecycle_status": Lifecycle.ACTIVE,
+                "attempts": 0,
+                "created_at": now,
+                **{f"{k}_status": (IndexStatus.PENDING if k in enabled else None) for k in KINDS},
+                **position,
+            }
+        )
+    removed = [cid for ids in by_hash.values() for cid in ids]
+    if kept:
+        conn.execute(
+            update(schema.chunks)
+            .where(_CH.chunk_id == bindparam("b_chunk_id"))
+            .values({k: bindparam(k) for k in kept[0] if k != "b_chunk_id"}),
+            kept,
+        )
+    if added:
+        conn.execute(insert(schema.chunks), added)
+    for part in _batches(removed):
+        conn.execute(
+            update(schema.chunks)
+            .where(_CH.chunk_id.in_(part))
+            .values(lifecycle_status=Lifecycle.REMOVED, updated_at=now)
+        )
+    conn.execute(
+        update(schema.documents)
+        .where(_DOC.doc_id == doc_id)
+        .values(chunk_count=len(drafts), file_hash=file_hash, content_hash=content_hash, updated_at=now)
+    )
+    return ChunkDiff(
+        kept=tuple(k["b_chunk_id"] for k in kept), added=tuple(a["chunk_id"] for a in added), removed=tuple(removed)
+    )
+
+
+def _start_run(conn: Connection, doc_id: int, *, job_id: str | None, enabled: set[str], now: datetime) -> int:
+    result = conn.execute(
+        insert(schema.pipeline_runs).values(
+            doc_id=doc_id,
+            job_id=job_id,
+            status=RunStatus.PROCESSING,
+            chunking_status=RunStatus.PENDING,
+            dense_status=RunStatus.PENDING,
+            bm25_status=RunStatus.PENDING if "bm25" in enabled else RunStatus.SKIPPED,
+            sparse_status=RunStatus.PENDING if "sparse" in enabled else RunStatus.SKIPPED,
+            chunk_count=0,
+            started_at=now,
+        )
+    )
+    return _new_id(result.inserted_primary_key)
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
