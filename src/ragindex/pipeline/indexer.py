@@ -158,7 +158,14 @@ class Indexer:
             log.exception("%s batch failed unexpectedly", kind)
             self._fail(claim, batch, result, exc)
             return
-        moved = self.store.mark_success(claim)
+        try:
+            faults.hit(f"{kind}.before_mark_success")
+            moved = self.store.mark_success(claim)
+        except RagindexError as exc:
+            # the copies are written but the truth write failed: SQL wins (seed section 7); the next
+            # index run overwrites the copies under the same chunk ids
+            self._fail(claim, batch, result, exc)
+            return
         if moved != len(batch):
             log.warning("%s: %d of %d chunks lost their claim before SUCCESS", kind, len(batch) - moved, len(batch))
         result.indexed += [r.chunk_id for r in batch]
