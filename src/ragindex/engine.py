@@ -217,6 +217,7 @@ class Engine:
         from ragindex.retrieval.search import validate_ids
 
         validate_ids(user_id=user_id, set_id=set_id)
+        self.store.enable_kinds(self.sparse)  # a sparse kind enabled after the first ingest: backfill its copies
         sync = SourceSync(
             self.store,
             self.indexer,
@@ -396,6 +397,8 @@ class Engine:
         collection being built by ``reindex --into``. ``stale_seconds`` overrides
         ``indexing_stale_seconds``.
         """
+        if not dry_run:
+            self.store.enable_kinds(self.sparse)
         return self._repairer(stale_seconds).run(dry_run=dry_run)
 
     def repair_stale_indexing(self, limit: int | None = None, *, stale_seconds: float | None = None) -> dict[str, Any]:

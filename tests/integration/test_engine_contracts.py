@@ -105,3 +105,17 @@ def test_second_process_gets_a_clear_error_naming_the_owner(engine: Engine, tmp_
     assert out.startswith("LOCKED 4")
     assert "by process" in out and "one owner process" in out
     assert IndexLockedError.exit_code == 4
+
+
+def test_a_kind_enabled_later_is_backfilled_by_the_next_ingest(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    corpus = write(tmp_path / "c", {"a.txt": "Obsidian is volcanic glass.", "b.txt": "Granite is coarse."})
+    with Engine(Settings(data_dir=data, bm25_enabled=False)) as engine:
+        engine.ingest([corpus])
+        assert engine.store.chunk_count_by_status("bm25") == {}
+    with Engine(Settings(data_dir=data)) as engine:
+        report = engine.ingest([corpus])
+        assert report.documents["unchanged"] == 2 and report.chunks["embedded"] == 0
+        assert engine.store.chunk_count_by_status("bm25") == {"SUCCESS": 2}
+        assert engine.search("obsidian", user_id=1, set_id=1, mode="bm25").hits[0].filename == "a.txt"
+        assert engine.verify().ok

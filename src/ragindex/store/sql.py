@@ -685,6 +685,22 @@ class SqlTruthStore:
         with self._tx() as conn:
             return _start_run(conn, doc_id, job_id=job_id, enabled=enabled, now=utcnow())
 
+    def enable_kinds(self, kinds: Iterable[str]) -> int:
+        """Give every ACTIVE chunk a PENDING copy of each enabled kind it lacks (NULL status: kind enabled later).
+
+        Returns how many chunk statuses moved; the next ingest or repair writes those copies.
+        """
+        moved = 0
+        with self._tx() as conn:
+            for kind in kinds:
+                status = _status_col(kind)
+                moved += conn.execute(
+                    update(schema.chunks)
+                    .where(status.is_(None), _CH.lifecycle_status == Lifecycle.ACTIVE)
+                    .values({status.key: IndexStatus.PENDING})
+                ).rowcount
+        return moved
+
     def index_outcomes(self, doc_ids: Sequence[int], kinds: Sequence[str]) -> dict[int, dict[str, str | None]]:
         """Per document: for each kind, None if every ACTIVE chunk is SUCCESS, else the first error seen.
 
