@@ -197,6 +197,8 @@ class BatchingQueryEncoder:
         return self.inner.dimension
 
     def __getattr__(self, name: str) -> Any:
+        if name == "inner":  # not set yet (copy, pickle): never recurse
+            raise AttributeError(name)
         return getattr(self.inner, name)
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:

@@ -1,0 +1,111 @@
+"""Pure parts of the service: upload name sanitising and the batching query encoder."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from ragindex.errors import UnsupportedFormatError, ValidationError
+from ragindex.service.executor import BatchingQueryEncoder, IndexThread
+from ragindex.service.uploads import check_type, sanitize_filename
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("report.pdf", "report.pdf"),
+        ("../../etc/passwd.txt", "passwd.txt"),
+        ("..\\..\\windows\\win.ini.txt", "win.ini.txt"),
+        ("/abs/path/notes.md", "notes.md"),
+        (".hidden.txt", "hidden.txt"),
+        ("a<b>|c?.txt", "a_b_c_.txt"),
+        ("résumé 2024.docx", "résumé 2024.docx"),
+        ("x" * 300 + ".txt", "x" * 176 + ".txt"),
+    ],
+)
+def test_sanitize_filename(raw: str, expected: str) -> None:
+    assert sanitize_filename(raw) == expected
+
+
+@pytest.mark.parametrize("raw", ["", None, "..", "/", "...", "   ", "///"])
+def test_unusable_names_are_refused(raw: str | None) -> None:
+    with pytest.raises(ValidationError):
+        sanitize_filename(raw)
+
+
+def test_check_type_lists_the_accepted_suffixes() -> None:
+    check_type("a.TXT".lower(), frozenset({".txt"}))
+    with pytest.raises(UnsupportedFormatError, match=r"accepted: \.md, \.txt"):
+        check_type("tool.exe", frozenset({".txt", ".md"}))
+
+
+class _CountingEncoder:
+    """A deterministic dense encoder (a dependency of the batcher under test) that records its batches."""
+
+    fingerprint = "test:counting"
+    cache_key = "test:counting|float32"
+    dimension = 4
+
+    def __init__(self) -> None:
+        self.batches: list[int] = []
+        self.gate = threading.Event()
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self.encode_queries(texts)
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        self.gate.wait(5)
+        self.batches.append(len(texts))
+        return np.array([[len(t), 0, 0, 1] for t in texts], dtype=np.float32)
+
+
+def test_concurrent_queries_share_forward_passes_and_get_their_own_rows() -> None:
+    inner = _CountingEncoder()
+    encoder = BatchingQueryEncoder(inner, max_batch=64)
+    results: dict[int, np.ndarray] = {}
+
+    def ask(n: int) -> None:
+        results[n] = encoder.encode_queries(["q" * n])
+
+    threads = [threading.Thread(target=ask, args=(n,)) for n in range(1, 21)]
+    for t in threads:
+        t.start()
+    inner.gate.set()
+    for t in threads:
+        t.join(10)
+    encoder.close()
+    assert sorted(results) == list(range(1, 21))
+    assert all(results[n].shape == (1, 4) and results[n][0, 0] == n for n in results)
+    assert sum(inner.batches) == 20 and len(inner.batches) < 20
+
+
+def test_encoder_errors_reach_every_waiting_caller() -> None:
+    class Failing(_CountingEncoder):
+        def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+            raise RuntimeError("model gone")
+
+    encoder = BatchingQueryEncoder(Failing())
+    with pytest.raises(RuntimeError, match="model gone"):
+        encoder.encode_queries(["a", "b"])
+    encoder.close()
+
+
+def test_index_thread_runs_calls_on_one_thread_and_reenters() -> None:
+    thread = IndexThread()
+    seen: set[int] = set()
+
+    def inner() -> int:
+        seen.add(threading.get_ident())
+        return 1
+
+    def outer() -> int:
+        seen.add(threading.get_ident())
+        return thread.call(inner) + 1  # a call from the index thread itself runs directly
+
+    results = [thread.call(outer) for _ in range(5)]
+    thread.shutdown()
+    assert results == [2] * 5
+    assert len(seen) == 1 and threading.get_ident() not in seen
