@@ -64,10 +64,14 @@ class Engine:
         self.close()
 
     def close(self) -> None:
-        """Flush and release the index and the store."""
+        """Flush and release the index, the HTTP encoders' connections and the store."""
         if self._index is not None:
             self._index.close()
             self._index = None
+        for encoder in (self._dense, *self.sparse.values()):
+            close = getattr(encoder, "close", None)
+            if callable(close):
+                close()
         self.store.close()
 
     # ------------------------------------------------------------------ lazily built parts
@@ -399,6 +403,10 @@ class Engine:
         """
         if not dry_run:
             self.store.enable_kinds(self.sparse)
+            if self.read_collection() is None and self.store.chunks_needing_work(self.kinds):
+                # an ingest died after its first truth write but before its first index write:
+                # create the collection it would have created, so its chunks are indexed now
+                self.write_collection()
         return self._repairer(stale_seconds).run(dry_run=dry_run)
 
     def repair_stale_indexing(self, limit: int | None = None, *, stale_seconds: float | None = None) -> dict[str, Any]:
