@@ -19,6 +19,7 @@ from ragindex.service.errors import install_handlers
 from ragindex.service.executor import ServiceEngine
 from ragindex.service.jobs import JobRunner
 from ragindex.service.metrics import Metrics, MetricsMiddleware
+from ragindex.service.queue import IngestQueue
 from ragindex.service.routes import admin, chunks, documents, health, jobs, search
 from ragindex.service.settings import ServiceSettings
 from ragindex.service.uploads import BodyLimitMiddleware
@@ -42,10 +43,13 @@ def _start(settings: Settings, service: ServiceSettings) -> ServiceState:
         if service.warm_up:
             _warm_up(engine)
         metrics_ref: list[Metrics] = []
+        # a broker configured: upload jobs go to `ragindex worker` processes and none runs here
+        ingest_queue = IngestQueue.from_settings(service) if service.queue_url else None
         runner = JobRunner(
             engine,
             torch_threads=service.job_torch_threads,
             on_done=lambda job, report: metrics_ref[0].job_done(job, report) if metrics_ref else None,
+            dispatch=ingest_queue.enqueue if ingest_queue is not None else None,
         )
         metrics = Metrics(engine.store, engine.kinds, lambda: (runner.depth, runner.current is not None))
         metrics_ref.append(metrics)
@@ -61,7 +65,10 @@ def _start(settings: Settings, service: ServiceSettings) -> ServiceState:
             suffixes=frozenset(factory.build_loaders(settings).supported_suffixes),
             rerank_supported="rerank" in inspect.signature(Engine.search).parameters,
         )
-        runner.start()
+        if ingest_queue is not None:
+            state.extra["queue"] = ingest_queue
+        else:
+            runner.start()
     except BaseException:
         engine.close()
         raise
@@ -80,6 +87,9 @@ def _stop(state: ServiceState) -> None:
     if not state.jobs.stop(state.service.job_shutdown_seconds):
         log.warning("a job is still running at shutdown; it is re-queued when the service starts again")
     state.engine.close()
+    ingest_queue = state.extra.get("queue")
+    if isinstance(ingest_queue, IngestQueue):
+        ingest_queue.close()
 
 
 def create_app(settings: Settings | None = None, service: ServiceSettings | None = None) -> FastAPI:

@@ -36,6 +36,7 @@ class JobStatus(StrEnum):
 
 
 JobDone = Callable[[JobRow, IngestReport | None], None]
+Dispatch = Callable[[str, int, int, Sequence[Path]], None]  # (job_id, user_id, set_id, files) -> enqueued
 
 
 class JobRunner:
@@ -47,7 +48,15 @@ class JobRunner:
         on_done: Called after each job (metrics).
     """
 
-    def __init__(self, engine: Engine, *, torch_threads: int = 1, on_done: JobDone | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        torch_threads: int = 1,
+        on_done: JobDone | None = None,
+        dispatch: Dispatch | None = None,
+    ) -> None:
+        self.dispatch = dispatch  # set: jobs go to the broker's workers (ragindex.service.queue), none run here
         self.engine = engine
         self.store = engine.store
         self.torch_threads = torch_threads
@@ -93,6 +102,14 @@ class JobRunner:
             status=JobStatus.QUEUED,
             files=[str(f) for f in files],
         )
+        if self.dispatch is not None:
+            try:
+                self.dispatch(job_id, user_id, set_id, files)
+            except Exception as exc:
+                message = getattr(exc, "message", None) or str(exc)
+                self.store.set_job_status(job_id, JobStatus.FAILED, finished=True, error=message)
+                raise
+            return job_id
         self._queue.put(job_id)
         return job_id
 

@@ -29,3 +29,22 @@ class ServiceSettings(BaseSettings):
     job_shutdown_seconds: float = Field(
         60.0, ge=0, description="On shutdown, wait this long for a running job (an unfinished job is re-queued)."
     )
+    # --- distributed workers (ragindex.service.queue) -----------------------------------------------
+    queue_url: str | None = Field(
+        None,
+        description="Broker of the ingest workers: `redis://host:6379/0` or `amqp://user:pass@host:5672/`. "
+        "Set, the service enqueues upload jobs for `ragindex worker` and runs none itself; unset, jobs run in-process.",
+    )
+    queue_name: str = Field("ragindex-ingest", min_length=1, description="Broker queue of ingest jobs.")
+    result_queue: str = Field(
+        "ragindex-results", min_length=1, description="Broker queue the `parse_result` events are published on."
+    )
+    webhook_url: str | None = Field(None, description="Also POST each `parse_result` event (JSON) to this URL.")
+    webhook_timeout: float = Field(10.0, gt=0, description="Timeout of one webhook POST in seconds.")
+    webhook_attempts: int = Field(3, ge=1, le=20, description="Webhook POST attempts (backoff 0.5 s, 1 s, 2 s, ...).")
+    job_time_limit_seconds: float = Field(
+        6 * 3600.0, gt=0, description="A worker abandons (and fails) an ingest job running longer than this."
+    )
+    job_max_retries: int = Field(
+        3, ge=0, description="Broker redeliveries of a job whose worker hit an infrastructure error (store down)."
+    )

@@ -1,0 +1,262 @@
+"""Distributed ingest over a real broker: Dramatiq with Redis or RabbitMQ.
+
+Two sides share the messages defined here:
+
+* the service (or any system that sends parse tasks) records a job row in the truth store and
+  enqueues ``ragindex_ingest(job_id, user_id, set_id, paths)`` on ``queue_name``
+  (:class:`IngestQueue`);
+* ``ragindex worker`` processes (:func:`run_worker`) consume that queue, each with its own
+  :class:`~ragindex.engine.Engine` over the shared truth store and the shared Qdrant cluster, run
+  the ingest, move the job row ``running`` -> ``succeeded``/``failed`` and publish the
+  ``parse_result`` event (:mod:`ragindex.service.events`) as a ``parse_result(event)`` message on
+  ``result_queue`` and, when configured, to the webhook.
+
+The messages are ordinary Dramatiq messages (JSON: ``queue_name``, ``actor_name``, ``args``,
+``kwargs``, ``message_id``...): any Dramatiq program can send tasks or consume results, and on
+RabbitMQ they are plain persistent AMQP messages on durable queues of those names.
+
+Redelivery is harmless: a job whose row is already ``succeeded`` or ``failed`` is acknowledged
+without running again (its event is published again, so a worker that died between the row and
+the event still notifies); a ``running`` job is run again (a worker died mid-job), and ingest is
+idempotent by content hash, with chunk claims in the truth store keeping two workers from
+indexing the same chunk.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from ragindex.errors import BackendError, ConfigurationError, NotFoundError
+from ragindex.service.events import Webhook, parse_result
+from ragindex.service.settings import ServiceSettings
+
+if TYPE_CHECKING:
+    from dramatiq import Broker, Message
+
+    from ragindex.config.settings import Settings
+    from ragindex.engine import Engine
+    from ragindex.pipeline.sync import IngestReport
+    from ragindex.store.sql import SqlTruthStore
+
+log = logging.getLogger(__name__)
+
+INGEST_ACTOR = "ragindex_ingest"
+RESULT_ACTOR = "parse_result"
+
+
+def build_broker(url: str) -> Broker:
+    """A Dramatiq broker for ``redis://``, ``rediss://`` or ``amqp://``, ``amqps://`` URLs."""
+    try:
+        import dramatiq  # noqa: F401 - the extra is installed
+    except ImportError as exc:
+        raise ConfigurationError(f"the workers need their extra: pip install 'ragindex[service]' ({exc})") from exc
+    scheme = urlsplit(url).scheme.lower()
+    if scheme in ("redis", "rediss", "unix"):
+        from dramatiq.brokers.redis import RedisBroker
+
+        return RedisBroker(url=url)  # type: ignore[no-untyped-call]
+    if scheme in ("amqp", "amqps"):
+        from dramatiq.brokers.rabbitmq import RabbitmqBroker
+
+        return RabbitmqBroker(url=url)
+    raise ConfigurationError(f"RAGINDEX_QUEUE_URL: unsupported broker {scheme or url!r} (use redis:// or amqp://)")
+
+
+def ingest_message(queue_name: str, *, job_id: str, user_id: int, set_id: int, paths: Sequence[str]) -> Message[Any]:
+    """The broker message of one ingest job."""
+    from dramatiq import Message
+
+    kwargs = {"job_id": job_id, "user_id": user_id, "set_id": set_id, "paths": [str(p) for p in paths]}
+    return Message(queue_name=queue_name, actor_name=INGEST_ACTOR, args=(), kwargs=kwargs, options={})
+
+
+def result_message(queue_name: str, event: dict[str, Any]) -> Message[Any]:
+    """The broker message of one ``parse_result`` event (the event is the only argument)."""
+    from dramatiq import Message
+
+    return Message(queue_name=queue_name, actor_name=RESULT_ACTOR, args=(event,), kwargs={}, options={})
+
+
+class IngestQueue:
+    """The sending side: enqueue ingest jobs whose rows are already recorded.
+
+    Args:
+        broker: The broker (see :func:`build_broker`).
+        queue_name: The queue the workers consume.
+    """
+
+    def __init__(self, broker: Broker, queue_name: str) -> None:
+        self.broker = broker
+        self.queue_name = queue_name
+
+    @classmethod
+    def from_settings(cls, service: ServiceSettings) -> IngestQueue:
+        """The queue of ``RAGINDEX_QUEUE_URL`` / ``RAGINDEX_QUEUE_NAME``."""
+        if not service.queue_url:
+            raise ConfigurationError("RAGINDEX_QUEUE_URL is not set")
+        return cls(build_broker(service.queue_url), service.queue_name)
+
+    def enqueue(self, job_id: str, user_id: int, set_id: int, paths: Sequence[str | Path]) -> None:
+        """Send one ingest job; BackendError when the broker cannot be reached."""
+        message = ingest_message(
+            self.queue_name, job_id=job_id, user_id=user_id, set_id=set_id, paths=list(map(str, paths))
+        )
+        try:
+            self.broker.enqueue(message)
+        except Exception as exc:  # redis / pika errors: the broker is the backend here
+            raise BackendError(f"could not enqueue job {job_id} on {self.queue_name}: {exc}") from exc
+        log.info("job %s enqueued on %s", job_id, self.queue_name)
+
+    def close(self) -> None:
+        """Close the broker connections."""
+        self.broker.close()
+
+
+def submit_ingest(
+    store: SqlTruthStore, queue: IngestQueue, *, job_id: str, user_id: int, set_id: int, paths: Sequence[str | Path]
+) -> str:
+    """Record a queued job row, then enqueue it (a broker failure marks the row failed and raises)."""
+    store.create_job(
+        job_id, user_id=user_id, set_id=set_id, kind="ingest", status="queued", files=[str(p) for p in paths]
+    )
+    try:
+        queue.enqueue(job_id, user_id, set_id, paths)
+    except BackendError as exc:
+        store.set_job_status(job_id, "failed", finished=True, error=exc.message)
+        raise
+    return job_id
+
+
+class JobHandler:
+    """Runs the ingest jobs of one worker process with its own engine and publishes their events.
+
+    Args:
+        engine: The worker's engine (shared truth store + shared Qdrant).
+        broker: Where the result events go.
+        service: Queue, webhook and time-limit settings.
+    """
+
+    def __init__(self, engine: Engine, broker: Broker, service: ServiceSettings) -> None:
+        self.engine = engine
+        self.store = engine.store
+        self.broker = broker
+        self.result_queue = service.result_queue
+        self.webhook = (
+            Webhook(service.webhook_url, timeout=service.webhook_timeout, attempts=service.webhook_attempts)
+            if service.webhook_url
+            else None
+        )
+
+    def __call__(self, job_id: str, user_id: int, set_id: int, paths: list[str]) -> None:
+        """Handle one delivery of a job (the Dramatiq actor)."""
+        try:
+            job = self.store.get_job(job_id)
+        except NotFoundError:
+            # a task sent by another system without a job row: record it now
+            self.store.create_job(
+                job_id, user_id=user_id, set_id=set_id, kind="ingest", status="queued", files=list(paths)
+            )
+            job = self.store.get_job(job_id)
+        if job.status in ("succeeded", "failed"):
+            log.info("job %s was already %s: acknowledged, not run again", job_id, job.status)
+            self.publish(parse_result(job))
+            return
+        self._run(job_id, job.user_id, job.set_id, list(job.files) or list(paths))
+        self.publish(parse_result(self.store.get_job(job_id)))
+
+    def _run(self, job_id: str, user_id: int, set_id: int, files: list[str]) -> None:
+        from dramatiq.middleware.time_limit import TimeLimitExceeded
+
+        self.store.set_job_status(job_id, "running", started=True)
+        started = time.perf_counter()
+        try:
+            report = self.engine.ingest(
+                [Path(f) for f in files], user_id=user_id, set_id=set_id, keep_missing=True, job_id=job_id
+            )
+        except (Exception, TimeLimitExceeded) as exc:
+            message = getattr(exc, "message", None) or str(exc) or "time limit exceeded"
+            log.warning("job %s failed: %s: %s", job_id, type(exc).__name__, message)
+            self.store.set_job_status(job_id, "failed", finished=True, error=f"{type(exc).__name__}: {message}")
+        else:
+            status, error = outcome(report)
+            self.store.set_job_status(job_id, status, finished=True, report=report.to_dict(), error=error)
+        log.info("job %s done in %.1f s", job_id, time.perf_counter() - started)
+
+    def publish(self, event: dict[str, Any]) -> None:
+        """Send the event to the result queue (raises when the broker is down: the job is redelivered) and webhook."""
+        self.broker.enqueue(result_message(self.result_queue, event))
+        if self.webhook is not None:
+            self.webhook.send(event)
+
+    def close(self) -> None:
+        """Close the webhook client."""
+        if self.webhook is not None:
+            self.webhook.close()
+
+
+def outcome(report: IngestReport) -> tuple[str, str | None]:
+    """The job status and error of an ingest report (any failed file or chunk fails the job)."""
+    if report.failures:
+        return "failed", "; ".join(f"{Path(f['source']).name}: {f['error']}" for f in report.failures[:5])
+    if report.chunks.get("failed", 0) > 0:
+        return "failed", f"{report.chunks['failed']} chunks failed to index; `ragindex repair` retries them"
+    return "succeeded", None
+
+
+def run_worker(
+    settings: Settings,
+    service: ServiceSettings,
+    *,
+    queue_name: str | None = None,
+    threads: int = 1,
+    stop: threading.Event,
+) -> None:
+    """Consume ingest jobs until ``stop`` is set, then finish the running job (up to ``job_shutdown_seconds``).
+
+    Builds one broker connection and one engine for this process; the engine opens its index at
+    once, so a misconfiguration fails here and not on the first job.
+    """
+    from dramatiq import Actor, Worker
+
+    from ragindex.engine import Engine
+
+    if not service.queue_url:
+        raise ConfigurationError("`ragindex worker` needs RAGINDEX_QUEUE_URL (redis://... or amqp://...)")
+    queue_name = queue_name or service.queue_name
+    broker = build_broker(service.queue_url)
+    engine = Engine(settings)
+    handler: JobHandler | None = None
+    try:
+        _ = engine.index, engine.dense, engine.chunker  # open the index now; threads share these objects
+        handler = JobHandler(engine, broker, service)
+        Actor(
+            handler,
+            broker=broker,
+            actor_name=INGEST_ACTOR,
+            queue_name=queue_name,
+            priority=0,
+            options={
+                "max_retries": service.job_max_retries,
+                "time_limit": int(service.job_time_limit_seconds * 1000),
+                "min_backoff": 5_000,
+                "max_backoff": 300_000,
+            },
+        )
+        worker = Worker(broker, queues={queue_name}, worker_threads=threads)
+        worker.queue_prefetch = threads  # hold no job another worker process could start now
+        worker.start()
+        log.info("worker consuming %s (%d thread(s)), results on %s", queue_name, threads, service.result_queue)
+        stop.wait()
+        log.info("worker stopping: finishing the running job")
+        worker.stop(timeout=int(service.job_shutdown_seconds * 1000))
+    finally:
+        if handler is not None:
+            handler.close()
+        broker.close()
+        engine.close()

@@ -1,0 +1,105 @@
+"""Real broker (Redis), real MariaDB, real ``ragindex worker`` subprocesses.
+
+Each test run uses its own queue names (``ragindex-test-<hex>-...``) and its own throw-away
+MariaDB database; both are removed afterwards. A server that does not answer skips the tests
+with the reason; everything else is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
+from workerkit import Queues, WebhookReceiver
+
+REDIS_URL = os.environ.get("RAGINDEX_TEST_REDIS", "redis://127.0.0.1:6379/0")
+MYSQL_SERVER = os.environ.get("RAGINDEX_TEST_MYSQL", "root@127.0.0.1:3306")
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> str:
+    redis = pytest.importorskip("redis", reason="redis is not installed: pip install 'ragindex[service]'")
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        pytest.skip(f"Redis is not reachable at {REDIS_URL}: {exc}")
+    finally:
+        client.close()
+    return REDIS_URL
+
+
+@pytest.fixture(scope="module")
+def mysql_url() -> Iterator[str]:
+    """A fresh MariaDB database, dropped afterwards."""
+    pytest.importorskip("pymysql", reason="pymysql is not installed: pip install 'ragindex[mysql]'")
+    admin = create_engine(f"mysql+pymysql://{MYSQL_SERVER}/", poolclass=NullPool, connect_args={"connect_timeout": 3})
+    try:
+        conn = admin.connect()
+    except Exception as exc:  # any driver error here means "no server": skip, never fail
+        admin.dispose()
+        pytest.skip(f"MariaDB/MySQL is not reachable at {MYSQL_SERVER}: {exc}")
+    name = f"ragindex_test_{secrets.token_hex(4)}"
+    with conn:
+        conn.execute(text(f"CREATE DATABASE {name}"))
+    try:
+        yield f"mysql+pymysql://{MYSQL_SERVER}/{name}"
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f"DROP DATABASE IF EXISTS {name}"))
+        admin.dispose()
+
+
+@pytest.fixture
+def queues(redis_url: str) -> Iterator[Queues]:
+    import redis
+
+    tag = f"ragindex-test-{secrets.token_hex(4)}"
+    yield Queues(tag=tag, ingest=f"{tag}-ingest", results=f"{tag}-results")
+    client = redis.Redis.from_url(redis_url)
+    try:
+        brokers: set[str] = set()
+        for key in client.scan_iter(match=f"dramatiq:*{tag}*"):
+            name = key.decode()
+            if name.startswith("dramatiq:__acks__."):
+                brokers.add(name.split(".")[1])  # dramatiq:__acks__.<broker id>.<queue>
+            client.delete(key)
+        if brokers:
+            client.zrem("dramatiq:__heartbeats__", *brokers)
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def webhook() -> Iterator[WebhookReceiver]:
+    receiver = WebhookReceiver()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("content-length", "0")))
+            with receiver.lock:
+                receiver.events.append(json.loads(body))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    receiver.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield receiver
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

@@ -1,0 +1,166 @@
+"""Issue 5, part 3: ingest jobs through a real broker to a ``ragindex worker`` subprocess.
+
+The test process plays the service: it records job rows in a throw-away MariaDB database and
+enqueues them on Redis (Dramatiq). One worker subprocess, with its own engine over the same
+database and a qdrant-client local path (which only one process may open), runs them and
+publishes ``parse_result`` events on the result queue and to a loopback webhook. After the
+worker stops, the test opens an engine on the same store and path and searches.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from workerkit import Queues, WebhookReceiver, WorkerProcess, worker_env
+
+from ragindex.config.settings import Settings
+from ragindex.service.queue import RESULT_ACTOR, IngestQueue, build_broker, ingest_message, submit_ingest
+
+pytestmark = [pytest.mark.integration, pytest.mark.mysql]
+
+USER, SET = 41, 3
+DOCS = {
+    "volcanoes.txt": "A volcano is an opening in the crust where molten rock, ash and gases escape. "
+    "Pyroclastic flows and lahars are the deadliest volcanic hazards.",
+    "espresso.txt": "Espresso is brewed by forcing hot water at about nine bars of pressure through finely "
+    "ground coffee. Crema is the golden foam on top of the shot.",
+}
+
+
+def collect_events(broker: Any, queue: str, want: int, worker: WorkerProcess, timeout: float = 75.0) -> list[Any]:
+    """Consume ``want`` result messages (acknowledging them), failing early if the worker died."""
+    consumer = broker.consume(queue, timeout=500)
+    messages: list[Any] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(messages) < want:
+            message = next(consumer)
+            if message is not None:
+                consumer.ack(message)
+                messages.append(message)
+                continue
+            assert worker.alive(), f"the worker exited:\n{worker.output()}"
+            assert time.monotonic() < deadline, f"{len(messages)}/{want} events after {timeout} s:\n{worker.output()}"
+    finally:
+        consumer.close()
+    return messages
+
+
+@pytest.fixture
+def blobs(tmp_path: Path) -> Path:
+    folder = tmp_path / "blobs" / str(USER) / str(SET)
+    folder.mkdir(parents=True)
+    for name, body in DOCS.items():
+        (folder / name).write_text(body, encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def settings(tmp_path: Path, mysql_url: str) -> Settings:
+    return Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        data_dir=tmp_path / "data",
+        database_url=mysql_url,
+        index_backend="qdrant",
+        qdrant_path=tmp_path / "qdrant",
+        chunk_size=120,
+        chunk_overlap=10,
+    )
+
+
+@pytest.fixture
+def store(settings: Settings) -> Iterator[Any]:
+    from ragindex import factory
+
+    store = factory.build_store(settings)
+    yield store
+    store.close()
+
+
+def test_worker_runs_jobs_publishes_results_and_ignores_redelivery(
+    tmp_path: Path,
+    settings: Settings,
+    store: Any,
+    blobs: Path,
+    queues: Queues,
+    redis_url: str,
+    webhook: WebhookReceiver,
+) -> None:
+    broker = build_broker(redis_url)
+    queue = IngestQueue(broker, queues.ingest)
+    ok_job, missing_job = uuid.uuid4().hex, uuid.uuid4().hex
+    files = sorted(str(p) for p in blobs.iterdir())
+    submit_ingest(store, queue, job_id=ok_job, user_id=USER, set_id=SET, paths=files)
+    submit_ingest(store, queue, job_id=missing_job, user_id=USER, set_id=SET, paths=[str(blobs / "gone.txt")])
+    assert store.get_job(ok_job).status == "queued"
+
+    env = worker_env(
+        RAGINDEX_DATA_DIR=str(settings.data_dir),
+        RAGINDEX_DATABASE_URL=str(settings.database_url),
+        RAGINDEX_INDEX_BACKEND="qdrant",
+        RAGINDEX_QDRANT_PATH=str(settings.qdrant_path),
+        RAGINDEX_CHUNK_SIZE="120",
+        RAGINDEX_CHUNK_OVERLAP="10",
+        RAGINDEX_QUEUE_URL=redis_url,
+        RAGINDEX_RESULT_QUEUE=queues.results,
+        RAGINDEX_WEBHOOK_URL=webhook.url,
+        RAGINDEX_WEBHOOK_ATTEMPTS="2",
+    )
+    worker = WorkerProcess(env, tmp_path / "worker.log", "--queue", queues.ingest)
+    try:
+        messages = collect_events(broker, queues.results, 2, worker)
+        events = {m.args[0]["job_id"]: m.args[0] for m in messages}
+        assert {m.actor_name for m in messages} == {RESULT_ACTOR}
+
+        ok = events[ok_job]
+        assert ok["event"] == "parse_result" and ok["status"] == "success", ok
+        assert (ok["user_id"], ok["set_id"]) == (USER, SET)
+        assert ok["documents"]["added"] == 2
+        assert ok["chunks"]["total"] == ok["chunks"]["embedded"] > 0 and ok["chunks"]["failed"] == 0
+        assert "error" not in ok
+
+        failed = events[missing_job]
+        assert failed["status"] == "failed" and "gone.txt" in failed["error"], failed
+
+        row = store.get_job(ok_job)
+        assert row.status == "succeeded" and row.error is None
+        assert row.report is not None and row.report["documents"]["added"] == 2
+        assert row.started_at is not None and row.finished_at is not None
+        bad_row = store.get_job(missing_job)
+        assert bad_row.status == "failed" and "does not exist" in (bad_row.error or "")
+
+        # redelivery of a finished job: acknowledged, not run again, the same outcome announced again
+        broker.enqueue(ingest_message(queues.ingest, job_id=ok_job, user_id=USER, set_id=SET, paths=files))
+        (again,) = collect_events(broker, queues.results, 1, worker)
+        assert again.args[0] == ok
+        assert store.get_job(ok_job) == row  # same report, same finish time: nothing was counted twice
+
+        # the webhook got the same events (POSTed right after each result message)
+        deadline = time.monotonic() + 10
+        while len(webhook.events) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sorted(webhook.events, key=lambda e: (e["job_id"], e["status"])) == sorted(
+            [ok, failed, ok], key=lambda e: (e["job_id"], e["status"])
+        )
+    finally:
+        code = worker.stop()
+        queue.close()
+    assert code == 0, worker.output()
+
+    # the worker released the qdrant path: this process can open the same index and search it
+    from ragindex.engine import Engine
+
+    engine = Engine(settings)
+    try:
+        hits = engine.search("molten rock and ash", user_id=USER, set_id=SET, top_k=3).hits
+        assert hits and hits[0].filename == "volcanoes.txt"
+        hits = engine.search("coffee crema", user_id=USER, set_id=SET, top_k=3).hits
+        assert hits and hits[0].filename == "espresso.txt"
+        assert engine.verify().ok
+    finally:
+        engine.close()
