@@ -14,6 +14,10 @@ if ! (exec 3<>/dev/tcp/127.0.0.1/6379) 2>/dev/null; then
   redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
     --dir /var/lib/redis --logfile /var/log/redis/ci.log || true
 fi
+if [ ! -x /usr/bin/chromium ]; then
+  echo "installing chromium (tests/browser)"
+  apt-get update -qq && apt-get install -y -qq chromium || true
+fi
 for port in 3306 5432 6379; do
   for _ in $(seq 1 30); do
     (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break

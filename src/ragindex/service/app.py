@@ -19,6 +19,7 @@ from ragindex.service.errors import install_handlers
 from ragindex.service.executor import ServiceEngine
 from ragindex.service.jobs import JobRunner
 from ragindex.service.metrics import Metrics, MetricsMiddleware
+from ragindex.service.page import router as page_router
 from ragindex.service.queue import IngestQueue
 from ragindex.service.routes import admin, chunks, documents, health, jobs, search
 from ragindex.service.settings import ServiceSettings
@@ -122,6 +123,7 @@ def create_app(settings: Settings | None = None, service: ServiceSettings | None
     install_handlers(app)
     for module in (documents, jobs, search, chunks, admin, health):
         app.include_router(module.router)
+    app.include_router(page_router)  # GET / : the retrieval-testing page
     app.add_middleware(BodyLimitMiddleware, limit=service.max_upload_bytes)
     app.add_middleware(MetricsMiddleware, metrics=lambda: _metrics_of(app))
     return app

@@ -64,6 +64,17 @@ def _document(doc: DocumentRow) -> dict[str, Any]:
     }
 
 
+@router.get("/sets")
+def list_sets(state: StateDep, caller: CallerDep) -> dict[str, Any]:
+    """The sets of the key's tenant that hold documents, with their document count per status."""
+    counts: dict[int, dict[str, int]] = {}
+    for doc in state.engine.store.list_documents(user_id=caller.user_id):
+        by_status = counts.setdefault(doc.set_id, {})
+        by_status[doc.status] = by_status.get(doc.status, 0) + 1
+    sets = [{"set_id": s, "documents": sum(c.values()), "statuses": c} for s, c in sorted(counts.items())]
+    return {"sets": sets}
+
+
 @router.get("/sets/{set_id}/documents")
 def list_documents(set_id: SetIdPath, state: StateDep, caller: CallerDep) -> dict[str, Any]:
     """The set's documents with their processing status (SUCCESS, FAILED, PROCESSING)."""
