@@ -109,6 +109,7 @@ def test_search_field_validation_is_422(service: Service, keys: dict[str, str]) 
         ({"query": "x", "set_id": 1, "top_k": 0}, "top_k"),
         ({"query": "x", "set_id": 0}, "set_id"),
         ({"query": "x", "set_id": -3}, "set_id"),
+        ({"query": "x", "set_id": 2**63}, "set_id"),
         ({"set_id": 1}, "query"),
         ({"query": "x", "set_id": 1, "mode": "fuzzy"}, "mode"),
         ({"query": "x", "set_id": 1, "doc_ids": [0]}, "doc_ids.0"),

@@ -6,6 +6,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+MAX_ID = 2**63 - 1  # ids are BIGINT in the truth store
+
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -15,8 +17,8 @@ class SearchRequest(_Body):
     """``POST /v1/search``: the fields of ``ragindex search``."""
 
     query: str = Field(max_length=20_000, description="The query text (empty: no hits).")
-    set_id: int = Field(gt=0, description="The set to search (of the key's tenant).")
-    doc_ids: list[Annotated[int, Field(gt=0)]] | None = Field(
+    set_id: int = Field(gt=0, le=MAX_ID, description="The set to search (of the key's tenant).")
+    doc_ids: list[Annotated[int, Field(gt=0, le=MAX_ID)]] | None = Field(
         None, max_length=10_000, description="Only these documents."
     )
     mode: Literal["dense", "bm25", "sparse", "hybrid"] | None = Field(None, description="Default: hybrid.")

@@ -12,13 +12,13 @@ from starlette.concurrency import run_in_threadpool
 from ragindex.errors import NotFoundError, ValidationError
 from ragindex.service import uploads
 from ragindex.service.deps import CallerDep, StateDep
-from ragindex.service.schemas import JobAccepted
+from ragindex.service.schemas import MAX_ID, JobAccepted
 from ragindex.store.records import DocumentRow
 from ragindex.store.states import Lifecycle
 
 router = APIRouter(prefix="/v1", tags=["documents"])
 
-SetIdPath = Annotated[int, PathParam(gt=0, description="A set of the key's tenant.")]
+SetIdPath = Annotated[int, PathParam(gt=0, le=MAX_ID, description="A set of the key's tenant.")]
 
 
 @router.post("/sets/{set_id}/documents", status_code=202, response_model=JobAccepted)
@@ -84,7 +84,7 @@ def list_documents(set_id: SetIdPath, state: StateDep, caller: CallerDep) -> dic
 
 @router.delete("/documents/{doc_id}")
 def delete_document(
-    doc_id: Annotated[int, PathParam(gt=0)],
+    doc_id: Annotated[int, PathParam(gt=0, le=MAX_ID)],
     state: StateDep,
     caller: CallerDep,
 ) -> dict[str, Any]:
