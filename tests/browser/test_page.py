@@ -55,6 +55,7 @@ CORPUS = {
     "ocean.txt": "The Pacific is the largest and deepest ocean on Earth.\n",
     "broken.pdf": "this is not a PDF at all\n",
 }
+KEYS: dict[str, str] = {}
 QUERY = "which vitamin helps absorb calcium for strong bones"
 
 
@@ -93,7 +94,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
     )
     app = create_app(settings, ServiceSettings(_env_file=None))  # type: ignore[call-arg]
     with _Server(app) as server:
-        key = create_key(app.state.service.engine.store, user_id=USER, admin=True)["key"]
+        store = app.state.service.engine.store
+        key = create_key(store, user_id=USER, admin=True)["key"]
+        KEYS["user"] = str(create_key(store, user_id=USER)["key"])
         yield server.url, str(key)
 
 
@@ -218,6 +221,17 @@ def test_bad_key_shows_401_message(page: Any) -> None:
     page.click("#tab-documents")
     page.wait_for_function(
         "() => document.getElementById('documents-status').textContent.includes('check your API key')"
+    )
+
+
+def test_rerun_needs_an_admin_key(page: Any) -> None:
+    page.fill("#api-key", KEYS["user"])
+    page.click("#tab-documents")
+    page.wait_for_function("() => document.getElementById('documents-status').textContent.includes('document(s)')")
+    page.click("#rerun")
+    page.wait_for_function("() => document.getElementById('documents-status').classList.contains('error')")
+    assert (
+        page.locator("#documents-status").inner_text().startswith("403 PermissionDeniedError: this needs an admin key")
     )
 
 
