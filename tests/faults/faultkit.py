@@ -88,7 +88,9 @@ def settings(data_dir: Path, **extra: Any) -> Settings:
     return Settings(data_dir=data_dir, chunk_size=CHUNK_SIZE, chunk_overlap=CHUNK_OVERLAP, **extra)
 
 
-def cli_env(data_dir: Path, failpoints: str | None = None) -> dict[str, str]:
+def cli_env(
+    data_dir: Path, failpoints: str | None = None, extra_env: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """Environment of a ragindex subprocess with the same settings as :func:`settings`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGINDEX_")}
     env.update(
@@ -99,14 +101,22 @@ def cli_env(data_dir: Path, failpoints: str | None = None) -> dict[str, str]:
     )
     if failpoints:
         env["RAGINDEX_FAILPOINTS"] = failpoints
+    env.update(extra_env or {})
     return env
 
 
-def run_cli(data_dir: Path, args: list[str], failpoints: str | None = None, timeout: float = 120) -> Any:
-    """Run the real ``ragindex`` command; return the CompletedProcess."""
+def run_cli(
+    data_dir: Path,
+    args: list[str],
+    failpoints: str | None = None,
+    *,
+    extra_env: Mapping[str, str] | None = None,
+    timeout: float = 180,
+) -> subprocess.CompletedProcess[str]:
+    """Run the real ``ragindex`` command to its end (or its death); return the CompletedProcess."""
     return subprocess.run(
         [CLI, *args],
-        env=cli_env(data_dir, failpoints),
+        env=cli_env(data_dir, failpoints, extra_env),
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -30,11 +30,8 @@ from ragindex.pipeline import faults
 
 pytestmark = pytest.mark.integration
 
-INDEX_POINTS = [
-    f"{kind}.{where}"
-    for kind in ("dense", "bm25")
-    for where in ("after_claim", "after_encode", "after_index_write", "before_mark_success")
-]
+BOUNDARIES = ("after_claim", "after_encode", "after_index_write", "before_mark_success")
+INDEX_POINTS = [f"{kind}.{where}" for kind in ("dense", "bm25") for where in BOUNDARIES]
 PURGE_POINTS = ["purge.before_index_delete", "purge.after_index_delete"]
 
 # (operation, failpoint): every boundary each operation passes
@@ -45,15 +42,10 @@ MATRIX = (
     + [("delete_chunks", p) for p in PURGE_POINTS]
     + [("delete_document", p) for p in PURGE_POINTS]
 )
-# learned sparse has no encoder in this build (factory.build_sparse_encoders makes bm25 only)
-UNREACHABLE = {p for p in faults.POINTS if p.startswith("sparse.")}
-
-
-@pytest.fixture(autouse=True)
-def _disarm() -> Iterator[None]:
-    faults.disarm_all()
-    yield
-    faults.disarm_all()
+# the learned sparse stage runs only with a sparse provider: its own test, with a tiny BGE-M3 checkpoint
+SPARSE_POINTS = [
+    f"sparse.{where}" for where in ("after_claim", "after_encode", "after_index_write", "before_mark_success")
+]
 
 
 @pytest.fixture
@@ -67,11 +59,8 @@ def engine(tmp_path: Path) -> Iterator[Engine]:
         yield eng
 
 
-def test_matrix_covers_every_reachable_failpoint(engine: Engine) -> None:
-    covered = {point for _op, point in MATRIX}
-    assert covered | UNREACHABLE == set(faults.POINTS)
-    with engine as eng:
-        assert "sparse" not in eng.kinds  # so the sparse.* points are really unreachable
+def test_matrix_covers_every_failpoint() -> None:
+    assert {point for _op, point in MATRIX} | set(SPARSE_POINTS) == set(faults.POINTS)
 
 
 def _latest_run(engine: Engine, doc_id: int) -> Any:
@@ -167,3 +156,24 @@ def test_raise_then_repair_converges(engine: Engine, corpus: Path, operation: st
     # the repaired state is stable: a second repair finds nothing
     again = engine.repair(dry_run=True)
     assert again.found == 0, again.to_dict()
+
+
+@pytest.mark.parametrize("point", SPARSE_POINTS)
+def test_sparse_stage_raise_then_repair_converges(tmp_path: Path, tiny_bge_m3: Path, point: str) -> None:
+    corpus = tmp_path / "corpus"
+    versions = write_corpus(corpus)
+    with Engine(settings(tmp_path / "data", sparse_provider="bge_m3", sparse_model=str(tiny_bge_m3))) as engine:
+        assert engine.kinds == ("dense", "bm25", "sparse")
+        warm_cache(engine, sorted(corpus.iterdir()))
+        faults.arm(point)
+        report = engine.ingest([corpus])
+        faults.disarm_all()
+        chunks = all_chunks(engine)
+        assert report.chunks["failed"] == len(chunks)
+        assert {(c.dense_status, c.bm25_status, c.sparse_status) for c in chunks} == {("SUCCESS", "SUCCESS", "FAILED")}
+        for doc in engine.store.list_documents():
+            run = _latest_run(engine, doc.doc_id)
+            assert run.status == "FAILED" and run.failed_stage == "SPARSE"
+        report = engine.repair()
+        assert report.ok and report.indexed["sparse"] == len(chunks), report.to_dict()
+        assert_converged(engine, versions)

@@ -1,0 +1,158 @@
+"""Every boundary, killed for real: the ``ragindex`` CLI SIGKILLs itself at a failpoint, then repair converges.
+
+Each case prepares a data dir in this process (a clean ingest where the operation needs one,
+and the embedding cache warmed with the real model's vectors, so the subprocess skips the
+10 s model load but still passes every failpoint), runs the real CLI with
+``RAGINDEX_FAILPOINTS="<point>=kill"`` and requires exit by SIGKILL (-9). The test then opens an
+Engine on the same data dir (the dead process's Edge WAL lock must be gone), checks that the
+crash left work behind, runs ``repair(stale_seconds=0)`` and asserts :func:`faultkit.assert_converged`;
+after a killed ingest, a plain re-run must finish the corpus.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from faultkit import (
+    CHANGED,
+    CORPUS,
+    NEW_CHUNK_TEXT,
+    all_chunks,
+    assert_converged,
+    chunk_by_text,
+    run_cli,
+    settings,
+    warm_cache,
+    write_corpus,
+)
+
+from ragindex.engine import Engine
+from ragindex.store.records import ChunkRow
+from ragindex.store.sql import sha256_text
+
+pytestmark = pytest.mark.integration
+
+BOUNDARIES = ("after_claim", "after_encode", "after_index_write", "before_mark_success")
+INDEX_POINTS = [f"{kind}.{where}" for kind in ("dense", "bm25") for where in BOUNDARIES]
+PURGE_POINTS = ["purge.before_index_delete", "purge.after_index_delete"]
+
+MATRIX = (
+    [("ingest", p) for p in ["chunking.after_truth_write", *INDEX_POINTS]]
+    + [("reingest", p) for p in ["chunking.after_truth_write", *PURGE_POINTS]]
+    + [("update_chunk", p) for p in INDEX_POINTS]
+    + [("delete_chunks", p) for p in PURGE_POINTS]
+    + [("delete_document", p) for p in PURGE_POINTS]
+)
+
+
+def _killed(proc: subprocess.CompletedProcess[str]) -> None:
+    assert proc.returncode == -signal.SIGKILL, f"expected SIGKILL, got {proc.returncode}: {proc.stderr[-2000:]}"
+
+
+def _command(operation: str, corpus: Path, target: ChunkRow | None) -> list[str]:
+    if operation in ("ingest", "reingest"):
+        return ["ingest", str(corpus), "--json"]
+    assert target is not None
+    if operation == "update_chunk":
+        return ["update-chunk", target.chunk_id, "--text", NEW_CHUNK_TEXT, "--json"]
+    if operation == "delete_chunks":
+        return ["delete", "--chunk-id", target.chunk_id, "--json"]
+    return ["delete", "--doc-id", str(target.doc_id), "--json"]
+
+
+@pytest.mark.parametrize(("operation", "point"), MATRIX, ids=[f"{o}-{p}" for o, p in MATRIX])
+def test_sigkill_then_repair_converges(tmp_path: Path, operation: str, point: str) -> None:
+    corpus, data = tmp_path / "corpus", tmp_path / "data"
+    versions = write_corpus(corpus)
+    kind = point.split(".")[0]
+    skip: set[int] = set()
+    target = None
+    with Engine(settings(data)) as engine:
+        warm_cache(engine, sorted(corpus.iterdir()), [NEW_CHUNK_TEXT], CHANGED.values())
+        if operation != "ingest":
+            engine.ingest([corpus])
+            assert engine.verify().ok
+        if operation == "update_chunk":
+            target = chunk_by_text(engine, "Calvin cycle")
+        elif operation.startswith("delete"):
+            target = chunk_by_text(engine, "ATP synthase")
+        # bees.txt is the first changed file: the kill comes while its replaced chunk is being purged
+        old = {chunk_by_text(engine, "Foragers dance").chunk_id} if operation == "reingest" else set()
+
+    if operation == "reingest":
+        versions |= write_corpus(corpus, CHANGED)
+    if target is not None and operation != "delete_document":
+        skip.add(target.doc_id)  # a chunk was edited or deleted on purpose: no coverage check for it
+    _killed(run_cli(data, _command(operation, corpus, target), f"{point}=kill"))
+
+    with Engine(settings(data)) as engine:
+        # what the crash left behind
+        chunks = all_chunks(engine)
+        if kind in ("dense", "bm25"):
+            assert any(c.status_of(kind) == "INDEXING" for c in chunks)
+        if operation == "ingest" and kind == "chunking":
+            # the first document's truth write committed, nothing after it ran
+            assert {c.doc_id for c in chunks} == {engine.store.list_documents()[0].doc_id}
+        if operation == "reingest":
+            assert {r.lifecycle_status for r in engine.store.get_chunks(sorted(old))} == {"REMOVED"}
+            assert old <= {r.chunk_id for r in engine.store.removed_unpurged()}
+        if operation == "update_chunk":
+            assert target is not None
+            assert engine.store.get_chunks([target.chunk_id])[0].content == NEW_CHUNK_TEXT
+        if operation.startswith("delete"):
+            assert target is not None
+            assert engine.store.get_chunks([target.chunk_id])[0].lifecycle_status == "REMOVED"
+            hits = engine.search("ATP synthase turbine protons membrane", user_id=1, set_id=1, mode="bm25").hits
+            assert target.chunk_id not in {h.chunk_id for h in hits}  # no ghost hit while unpurged
+        dry = engine.repair(dry_run=True, stale_seconds=0)
+        assert dry.found > 0, dry.to_dict()
+
+        report = engine.repair(stale_seconds=0)
+        assert report.ok, report.to_dict()
+        assert_converged(engine, versions, skip_docs=skip)
+        if operation == "update_chunk":
+            assert target is not None
+            row = engine.store.get_chunks([target.chunk_id])[0]
+            assert row.content == NEW_CHUNK_TEXT and row.lifecycle_status == "ACTIVE"
+        if operation in ("ingest", "reingest"):
+            # re-running the interrupted ingest finishes whatever it never reached
+            engine.ingest([corpus])
+            assert_converged(engine, versions, files=list(CORPUS))
+            current = {d.filename: d.content_hash for d in engine.store.list_documents()}
+            assert current == {n: sha256_text((corpus / n).read_text(encoding="utf-8")) for n in CORPUS}
+
+
+def test_sigkill_with_the_model_loading_and_encoding(tmp_path: Path) -> None:
+    """No warmed cache: the subprocess loads the model and encodes, then dies after the encode."""
+    corpus, data = tmp_path / "corpus", tmp_path / "data"
+    versions = write_corpus(corpus)
+    _killed(run_cli(data, ["ingest", str(corpus), "--json"], "dense.after_encode=kill"))
+    with Engine(settings(data)) as engine:
+        chunks = all_chunks(engine)
+        assert chunks and {c.dense_status for c in chunks} == {"INDEXING"}
+        # the vectors computed before the kill were committed to the embedding cache
+        cached = engine.store.cached_vectors(engine.dense.cache_key, [c.content_hash for c in chunks])
+        assert len(cached) == len({c.content_hash for c in chunks})
+        engine.repair(stale_seconds=0)
+        assert_converged(engine, versions, files=list(CORPUS))
+
+
+def test_sigkill_in_the_sparse_stage(tmp_path: Path, tiny_bge_m3: Path) -> None:
+    """The learned sparse stage (tiny BGE-M3 checkpoint): killed between its index write and SUCCESS."""
+    corpus, data = tmp_path / "corpus", tmp_path / "data"
+    versions = write_corpus(corpus)
+    extra = {"sparse_provider": "bge_m3", "sparse_model": str(tiny_bge_m3)}
+    with Engine(settings(data, **extra)) as engine:
+        warm_cache(engine, sorted(corpus.iterdir()))
+    env = {"RAGINDEX_SPARSE_PROVIDER": "bge_m3", "RAGINDEX_SPARSE_MODEL": str(tiny_bge_m3)}
+    _killed(run_cli(data, ["ingest", str(corpus), "--json"], "sparse.before_mark_success=kill", extra_env=env))
+    with Engine(settings(data, **extra)) as engine:
+        chunks = all_chunks(engine)
+        assert {(c.dense_status, c.bm25_status, c.sparse_status) for c in chunks} == {
+            ("SUCCESS", "SUCCESS", "INDEXING")
+        }
+        engine.repair(stale_seconds=0)
+        assert_converged(engine, versions, files=list(CORPUS))
