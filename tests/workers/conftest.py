@@ -60,21 +60,21 @@ def mysql_url() -> Iterator[str]:
 
 @pytest.fixture
 def queues(redis_url: str) -> Iterator[Queues]:
+    """Unique queue names; afterwards their keys, and the heartbeats of the brokers this test started, are gone."""
     import redis
 
-    tag = f"ragindex-test-{secrets.token_hex(4)}"
-    yield Queues(tag=tag, ingest=f"{tag}-ingest", results=f"{tag}-results")
     client = redis.Redis.from_url(redis_url)
+    heartbeats = "dramatiq:__heartbeats__"
+    before = set(client.zrange(heartbeats, 0, -1))
+    tag = f"ragindex-test-{secrets.token_hex(4)}"
     try:
-        brokers: set[str] = set()
-        for key in client.scan_iter(match=f"dramatiq:*{tag}*"):
-            name = key.decode()
-            if name.startswith("dramatiq:__acks__."):
-                brokers.add(name.split(".")[1])  # dramatiq:__acks__.<broker id>.<queue>
-            client.delete(key)
-        if brokers:
-            client.zrem("dramatiq:__heartbeats__", *brokers)
+        yield Queues(tag=tag, ingest=f"{tag}-ingest", results=f"{tag}-results")
     finally:
+        for key in client.scan_iter(match=f"dramatiq:*{tag}*"):
+            client.delete(key)
+        started = set(client.zrange(heartbeats, 0, -1)) - before
+        if started:
+            client.zrem(heartbeats, *started)
         client.close()
 
 

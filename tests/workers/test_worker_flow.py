@@ -96,7 +96,9 @@ def test_worker_runs_jobs_publishes_results_and_ignores_redelivery(
     ok_job, missing_job = uuid.uuid4().hex, uuid.uuid4().hex
     files = sorted(str(p) for p in blobs.iterdir())
     submit_ingest(store, queue, job_id=ok_job, user_id=USER, set_id=SET, paths=files)
-    submit_ingest(store, queue, job_id=missing_job, user_id=USER, set_id=SET, paths=[str(blobs / "gone.txt")])
+    # a parse task from another system: a bare message, no job row yet (the worker records it)
+    gone = [str(blobs / "gone.txt")]
+    broker.enqueue(ingest_message(queues.ingest, job_id=missing_job, user_id=USER, set_id=SET, paths=gone))
     assert store.get_job(ok_job).status == "queued"
 
     env = worker_env(
@@ -140,12 +142,22 @@ def test_worker_runs_jobs_publishes_results_and_ignores_redelivery(
         assert again.args[0] == ok
         assert store.get_job(ok_job) == row  # same report, same finish time: nothing was counted twice
 
+        # a job left `running` by a worker that died mid-job is run again: same content, nothing added twice
+        crashed = uuid.uuid4().hex
+        store.create_job(crashed, user_id=USER, set_id=SET, kind="ingest", status="running", files=files)
+        queue.enqueue(crashed, USER, SET, files)
+        (rerun,) = collect_events(broker, queues.results, 1, worker)
+        rerun_event = rerun.args[0]
+        assert rerun_event["job_id"] == crashed and rerun_event["status"] == "success", rerun_event
+        assert rerun_event["documents"]["unchanged"] == 2 and rerun_event["documents"]["added"] == 0
+        assert rerun_event["chunks"].get("embedded", 0) == 0
+
         # the webhook got the same events (POSTed right after each result message)
         deadline = time.monotonic() + 10
-        while len(webhook.events) < 3 and time.monotonic() < deadline:
+        while len(webhook.events) < 4 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert sorted(webhook.events, key=lambda e: (e["job_id"], e["status"])) == sorted(
-            [ok, failed, ok], key=lambda e: (e["job_id"], e["status"])
+            [ok, failed, ok, rerun_event], key=lambda e: (e["job_id"], e["status"])
         )
     finally:
         code = worker.stop()
@@ -162,5 +174,8 @@ def test_worker_runs_jobs_publishes_results_and_ignores_redelivery(
         hits = engine.search("coffee crema", user_id=USER, set_id=SET, top_k=3).hits
         assert hits and hits[0].filename == "espresso.txt"
         assert engine.verify().ok
+        docs = engine.store.list_documents(user_id=USER, set_id=SET)
+        assert sorted(d.filename for d in docs) == sorted(DOCS)  # two documents, not four
+        assert sum(d.chunk_count for d in docs) == ok["chunks"]["total"]
     finally:
         engine.close()
