@@ -53,7 +53,8 @@ class Proc:
 
 def run_proc(args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Proc:
     """Run a child to completion; wall time includes process start, peak RSS from ``wait4``'s rusage."""
-    child_env = {k: v for k, v in os.environ.items() if not k.startswith("RAGINDEX_")}
+    kept = {"RAGINDEX_TORCH_THREADS"}  # the one setting the suite passes through (see torch_threads())
+    child_env = {k: v for k, v in os.environ.items() if not k.startswith("RAGINDEX_") or k in kept}
     child_env.update(env or {})
     out_path, err_path = BENCH_DIR / ".stdout", BENCH_DIR / ".stderr"
     BENCH_DIR.mkdir(parents=True, exist_ok=True)
@@ -81,6 +82,16 @@ def ragindex(data_dir: Path, *args: str, env: dict[str, str] | None = None) -> P
 def python_module(module: str, *args: str, env: dict[str, str] | None = None) -> Proc:
     """``python -m bench.<module>`` as a child process (run from the repo root)."""
     return run_proc([sys.executable, "-m", module, *args], env=env, cwd=ROOT)
+
+
+def torch_threads() -> int | None:
+    """``RAGINDEX_TORCH_THREADS`` when set: every child (CLI, raw encode, query) then uses that many torch threads.
+
+    On an oversubscribed machine, torch's default (one thread per core, spinning OpenMP workers) can be 20x
+    slower than one thread; the figures say which was used.
+    """
+    value = os.environ.get("RAGINDEX_TORCH_THREADS")
+    return int(value) if value else None
 
 
 def vm_hwm_mb() -> float:
@@ -121,6 +132,7 @@ def machine() -> dict[str, Any]:
         "os": platform.platform(),
         "python": platform.python_version(),
         "loadavg_at_start": [round(x, 2) for x in os.getloadavg()],
+        "torch_threads": torch_threads() or "torch default",
     }
 
 

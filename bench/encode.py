@@ -17,11 +17,13 @@ def main(texts_path: str, precision: str) -> None:
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from bench.common import vm_hwm_mb
+    from bench.common import torch_threads, vm_hwm_mb
     from ragindex.config.settings import DEFAULT_DENSE_MODEL
     from ragindex.encoders.dense.sentence_transformers import resolve_model_source
 
     texts = json.loads(Path(texts_path).read_text())
+    if torch_threads():
+        torch.set_num_threads(torch_threads() or 1)
     started = time.perf_counter()
     model = SentenceTransformer(resolve_model_source(DEFAULT_DENSE_MODEL), device="cpu", local_files_only=True)
     model.eval()

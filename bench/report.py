@@ -14,7 +14,7 @@ def _f(value: float, digits: int = 2) -> str:
 def _machine(m: dict[str, Any]) -> str:
     return (
         f"{m['cpu']}, {m['cores']} cores (native bf16: {'yes' if m['native_bf16'] else 'no'}), {m['ram_gib']} GiB RAM; "
-        f"load average at start {m['loadavg_at_start']}"
+        f"load average at start {m['loadavg_at_start']}, torch threads: {m.get('torch_threads', 'torch default')}"
     )
 
 
