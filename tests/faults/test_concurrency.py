@@ -13,12 +13,21 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from faultkit import CORPUS, all_chunks, assert_converged, settings, write_corpus
+from faultkit import (
+    CORPUS,
+    NEW_CHUNK_TEXT,
+    all_chunks,
+    assert_converged,
+    chunk_by_text,
+    settings,
+    warm_cache,
+    write_corpus,
+)
 
 from ragindex.engine import Engine
 from ragindex.pipeline import faults
@@ -130,3 +139,84 @@ def test_four_index_runs_and_a_repair_share_one_engine(tmp_path: Path, monkeypat
         assert not ledger.double
         assert set(encoded) == contents and set(encoded.values()) == {1}, "a chunk was embedded twice"
         assert_converged(engine, versions, files=list(CORPUS))
+
+
+@pytest.fixture
+def indexed(tmp_path: Path) -> Iterator[tuple[Engine, dict[str, str]]]:
+    corpus = tmp_path / "corpus"
+    versions = write_corpus(corpus)
+    with Engine(settings(tmp_path / "data")) as engine:
+        warm_cache(engine, sorted(corpus.iterdir()), [NEW_CHUNK_TEXT])
+        engine.ingest([corpus])
+        yield engine, versions
+
+
+def test_an_edit_between_the_pending_read_and_the_claim_is_not_lost(indexed: tuple[Engine, dict[str, str]]) -> None:
+    """A worker read the chunk (old content), the chunk was edited, then the worker claimed it.
+
+    The worker must index the content it claimed, not the content it read before the claim.
+    """
+    engine, versions = indexed
+    target = chunk_by_text(engine, "Calvin cycle")
+    store = engine.store
+    store.reset_status([target.chunk_id], engine.kinds, from_statuses=("SUCCESS",))  # e.g. an explicit reindex
+    worker = engine.indexer()
+    rows = store.pending_chunks("dense", chunk_ids=[target.chunk_id])  # the worker's read: the old content
+    assert store.update_chunk_content(target.chunk_id, NEW_CHUNK_TEXT, engine.kinds)  # the edit's truth write
+    for kind in engine.kinds:
+        worker.run(kind, rows if kind == "dense" else store.pending_chunks(kind, chunk_ids=[target.chunk_id]))
+    engine.update_chunk(target.chunk_id, NEW_CHUNK_TEXT)  # the edit's own index run: finds nothing to do
+    assert engine.repair().ok
+    assert store.get_chunks([target.chunk_id])[0].content == NEW_CHUNK_TEXT
+    assert_converged(engine, versions, skip_docs={target.doc_id})
+
+
+@pytest.mark.parametrize("change", ["edit", "delete"])
+def test_a_change_while_a_worker_writes_the_old_copy_is_not_lost(
+    indexed: tuple[Engine, dict[str, str]], change: str
+) -> None:
+    """A worker claimed the chunk and encoded the old content; the chunk was edited (and re-indexed by
+    the edit) or deleted (and purged); then the worker's stale index write landed. Repair converges.
+    """
+    engine, versions = indexed
+    target = chunk_by_text(engine, "Calvin cycle")
+    store, index = engine.store, engine.index
+    store.reset_status([target.chunk_id], engine.kinds, from_statuses=("SUCCESS",))
+    rows = store.pending_chunks("dense", chunk_ids=[target.chunk_id])
+    paused, resume = threading.Event(), threading.Event()
+    real_upsert = index.upsert_dense
+
+    def upsert_dense(*args: Any, **kwargs: Any) -> None:
+        if threading.current_thread().name == "slow-worker":
+            paused.set()
+            assert resume.wait(60)
+        real_upsert(*args, **kwargs)
+
+    errors: list[BaseException] = []
+
+    def slow_worker() -> None:
+        try:
+            worker = engine.indexer()
+            worker.run("dense", rows)
+            worker.run("bm25", store.pending_chunks("bm25", chunk_ids=[target.chunk_id]))
+        except BaseException as exc:
+            errors.append(exc)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(index, "upsert_dense", upsert_dense)
+        thread = threading.Thread(target=slow_worker, name="slow-worker")
+        thread.start()
+        assert paused.wait(60)  # claimed and encoded the old content, about to write it
+        if change == "edit":
+            result = engine.update_chunk(target.chunk_id, NEW_CHUNK_TEXT)
+            assert result["ok"], result  # the edit indexed the new content
+        else:
+            result = engine.delete_chunks([target.chunk_id])
+            assert result["purged"] == 1, result
+        resume.set()
+        thread.join(60)
+    assert not errors, errors
+    if change == "delete":  # the late write put the point back: an orphan that verify sees and repair deletes
+        assert not engine.verify().ok
+    assert engine.repair().ok
+    assert_converged(engine, versions, skip_docs={target.doc_id})

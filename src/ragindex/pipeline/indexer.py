@@ -22,6 +22,7 @@ from ragindex.index.protocol import DensePoint, VectorIndex
 from ragindex.pipeline import faults
 from ragindex.store.records import ChunkRow, Claim
 from ragindex.store.sql import SqlTruthStore
+from ragindex.store.states import IndexStatus, Lifecycle
 from ragindex.types import SparseVector
 
 log = logging.getLogger(__name__)
@@ -145,6 +146,8 @@ class Indexer:
             batch = [r for r in batch if r.chunk_id in owned]
         if not batch:
             return
+        # index the content as of the claim: an edit between the caller's read and the claim is not lost
+        batch = self.store.get_chunks([r.chunk_id for r in batch])
         try:
             faults.hit(f"{kind}.after_claim")
             if kind == "dense":
@@ -168,7 +171,28 @@ class Indexer:
             return
         if moved != len(batch):
             log.warning("%s: %d of %d chunks lost their claim before SUCCESS", kind, len(batch) - moved, len(batch))
+            self._undo_stale_writes(kind, batch)
         result.indexed += [r.chunk_id for r in batch]
+
+    def _undo_stale_writes(self, kind: str, batch: Sequence[ChunkRow]) -> None:
+        """After a lost claim, re-queue the chunks edited since the claim.
+
+        They just got a copy of their old content, possibly written after the copy of the new one.
+        Their copies go back to PENDING whoever holds them (a claim in flight is cancelled), so the
+        next index run or repair writes the current content.
+        """
+        current = {r.chunk_id: r for r in self.store.get_chunks([r.chunk_id for r in batch])}
+        stale = [
+            r.chunk_id
+            for r in batch
+            if r.chunk_id in current
+            and current[r.chunk_id].content_hash != r.content_hash
+            and current[r.chunk_id].lifecycle_status == Lifecycle.ACTIVE
+        ]
+        if stale:
+            log.warning("%s: %d chunks were edited while being indexed; their copies are re-queued", kind, len(stale))
+            kinds = self.kinds if kind == "dense" else (kind,)  # a dense write replaced the whole point
+            self.store.reset_status(stale, kinds, from_statuses=tuple(IndexStatus))
 
     def _fail(self, claim: Claim, batch: Sequence[ChunkRow], result: StageResult, exc: Exception) -> None:
         error = f"{type(exc).__name__}: {exc}"
