@@ -156,16 +156,12 @@ class Engine:
                 collection=meta.collection,
             )
         self.store.put_index_meta(replace(meta, sparse_model=name))
-        dense = sum(self.store.chunk_count_by_status("dense").values())
-        without = dense - sum(self.store.chunk_count_by_status("sparse").values())
-        if without > 0:
-            log.warning(
-                "collection %s now records sparse model %s; its %d existing chunks have no sparse vectors and get "
-                "them only when their content changes (sparse search does not find them until then)",
-                meta.collection,
-                name,
-                without,
-            )
+        log.warning(
+            "collection %s now records sparse model %s; chunks indexed before get their sparse vectors on the "
+            "next ingest or repair",
+            meta.collection,
+            name,
+        )
 
     def _check_meta(self, meta: IndexMeta) -> None:
         fingerprint = self.dense.fingerprint
