@@ -157,9 +157,20 @@ def load_results() -> dict[str, Any]:
     return {}
 
 
+_START_LOAD: list[float] = []
+
+
+def mark_start() -> None:
+    """Remember the load average as a benchmark starts (reported next to its figures)."""
+    _START_LOAD[:] = [round(x, 2) for x in os.getloadavg()]
+
+
 def save_section(name: str, payload: dict[str, Any]) -> None:
     """Store one benchmark's results (a subset run keeps the other sections' earlier figures)."""
     results = load_results()
-    results.setdefault("sections", {})[name] = {"date": now(), "machine": machine(), **payload}
+    info = machine()
+    info["loadavg_at_end"] = info.pop("loadavg_at_start")
+    info["loadavg_at_start"] = list(_START_LOAD) or info["loadavg_at_end"]
+    results.setdefault("sections", {})[name] = {"date": now(), "machine": info, **payload}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2, sort_keys=False) + "\n")

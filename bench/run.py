@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from bench.common import mark_start
 from bench.ingest import bench_change, bench_ingest, bench_noop
 from bench.latency import bench_query
 from bench.report import write
@@ -32,6 +33,7 @@ def main(argv: list[str]) -> int:
     for name in names:
         started = time.perf_counter()
         sys.stderr.write(f"== {name}\n")
+        mark_start()
         result = BENCHMARKS[name]()
         sys.stderr.write(
             json.dumps(result, default=str)[:2000] + f"\n== {name} done in {time.perf_counter() - started:.0f} s\n"
