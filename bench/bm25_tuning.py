@@ -1,0 +1,242 @@
+"""Tune ragindex's BM25 (``qdrant_edge.Bm25`` + an Edge shard with ``Modifier.Idf``) on BEIR SciFact.
+
+Measures what ragindex actually does, minus the dense side: the corpus is loaded with the records loader
+(title + blank line + text), chunked with ragindex's chunker, each chunk is encoded with the same
+``Bm25Config`` as :class:`ragindex.encoders.sparse.bm25.Bm25SparseEncoder`, written to a fresh temporary
+sparse-only Edge shard and searched with ``Query.Nearest(..., using="bm25")`` (the shard applies IDF over
+chunks). Chunk hits are pooled to documents (max, or the sum of a document's top-2 chunks) and scored with
+:func:`ragindex.eval.metrics.evaluate` on the 300 test queries.
+
+The mean chunk length is measured in the tokens BM25 itself counts (after tokenising, stemming and
+stopword removal): a term seen once in a chunk has weight ``(k1+1) / (1 + k1*(1-b+b*L/avg_len))``, so the
+smallest weight of a chunk gives its length ``L`` exactly. The number of distinct terms is reported too.
+
+Usage::
+
+    .venv/bin/python -m bench.bm25_tuning                       # all experiments
+    .venv/bin/python -m bench.bm25_tuning --experiments 1,2     # a subset
+    .venv/bin/python -m bench.bm25_tuning --only 512:64:90:1.2:0.75 512:64:30:0.9:0.9  # size:overlap:avg_len:k1:b
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ragindex.chunking.factory import build_chunker
+from ragindex.eval.beir import BeirDataset, load_dataset
+from ragindex.eval.metrics import evaluate
+from ragindex.loaders.records import RecordsLoader
+
+BM25 = "bm25"
+CHUNK_LIMIT = 300
+"""Chunks fetched per query before pooling to documents."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One BM25 configuration at one chunking."""
+
+    size: int
+    overlap: int
+    avg_len: float
+    k1: float = 1.2
+    b: float = 0.75
+
+    def label(self) -> str:
+        return f"{self.size}/{self.overlap} avg_len={self.avg_len:g} k1={self.k1:g} b={self.b:g}"
+
+
+@dataclass
+class Result:
+    """nDCG@10 / recall@100 of one setting, per pooling."""
+
+    setting: Setting
+    chunks: int
+    scores: dict[str, dict[str, float]]
+    seconds: float
+
+
+def _bm25(avg_len: float, k1: float, b: float) -> Any:
+    """The same model as ``Bm25SparseEncoder._load``."""
+    import qdrant_edge as q
+
+    stopwords = q.StopwordsSet(languages={q.Language.English, q.Language.Chinese})
+    config = q.Bm25Config(k=k1, b=b, avg_len=avg_len, tokenizer=q.TokenizerType.Multilingual, stopwords=stopwords)
+    return q.Bm25(config)
+
+
+class Bench:
+    """The dataset, its chunks per chunking (cached) and the runs."""
+
+    def __init__(self, root: Path) -> None:
+        self.data: BeirDataset = load_dataset(root)
+        documents = RecordsLoader().load(self.data.corpus, self.data.corpus.read_bytes())
+        self.documents = [(d.source_uri.rsplit("#", 1)[1], d) for d in documents]
+        self._chunks: dict[tuple[int, int], list[tuple[str, str]]] = {}
+
+    def chunks(self, size: int, overlap: int) -> list[tuple[str, str]]:
+        """(corpus id, chunk text) of every chunk, as ragindex's recursive chunker cuts them."""
+        key = (size, overlap)
+        if key not in self._chunks:
+            chunker = build_chunker("recursive", chunk_size=size, chunk_overlap=overlap)
+            self._chunks[key] = [(did, c.text) for did, doc in self.documents for c in chunker.chunk(doc)]
+        return self._chunks[key]
+
+    def lengths(self, size: int, overlap: int) -> tuple[float, float, float]:
+        """Mean BM25 token length, median token length and mean distinct terms of the chunks."""
+        k1, b, avg_len = 1.2, 0.75, 100.0
+        model = _bm25(avg_len, k1, b)
+        tokens: list[float] = []
+        distinct: list[int] = []
+        for _, text in self.chunks(size, overlap):
+            vector = model.embed_document(text)
+            distinct.append(len(vector.indices))
+            if vector.values:
+                weight = min(vector.values)  # a term seen once (there is one in practically every chunk)
+                tokens.append(avg_len * ((k1 + 1) / weight - 1 - k1 * (1 - b)) / (k1 * b))
+            else:
+                tokens.append(0.0)
+        return statistics.fmean(tokens), statistics.median(tokens), statistics.fmean(distinct)
+
+    def run(self, setting: Setting) -> Result:
+        """Index the chunks in a fresh sparse-only Edge shard, query, pool, evaluate."""
+        import qdrant_edge as q
+
+        t0 = time.perf_counter()
+        model = _bm25(setting.avg_len, setting.k1, setting.b)
+        chunks = self.chunks(setting.size, setting.overlap)
+        owner: dict[str, str] = {}
+        with tempfile.TemporaryDirectory(prefix="bm25-tuning-") as tmp:
+            config = q.EdgeConfig(
+                sparse_vectors={BM25: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)}, max_search_threads=1
+            )
+            shard = q.EdgeShard.create(str(Path(tmp) / "shard"), config)
+            batch: list[Any] = []
+            for did, text in chunks:
+                vector = model.embed_document(text)
+                pid = str(uuid.uuid4())
+                owner[pid] = did
+                sparse = q.SparseVector(list(vector.indices), list(vector.values))
+                batch.append(q.Point(id=pid, vector={BM25: sparse}, payload={"doc_id": did}))
+                if len(batch) >= 1000:
+                    shard.update(q.UpdateOperation.upsert_points(batch))
+                    batch = []
+            if batch:
+                shard.update(q.UpdateOperation.upsert_points(batch))
+            hits: dict[str, list[tuple[str, float]]] = {}
+            for qid, text in self.data.queries.items():
+                vector = model.embed_query(text)
+                request = q.QueryRequest(
+                    limit=CHUNK_LIMIT,
+                    query=q.Query.Nearest(q.SparseVector(list(vector.indices), list(vector.values)), using=BM25),
+                    with_payload=False,
+                    with_vector=False,
+                )
+                hits[qid] = [(owner[str(p.id)], float(p.score)) for p in shard.query(request)]
+            del shard
+        scores = {name: evaluate(self.data.qrels, pool(hits, top), ks=(10, 100)) for name, top in POOLINGS.items()}
+        return Result(setting, len(chunks), scores, time.perf_counter() - t0)
+
+
+POOLINGS = {"max": 1, "top2sum": 2}
+
+
+def pool(hits: dict[str, list[tuple[str, float]]], top: int) -> dict[str, dict[str, float]]:
+    """Document score = sum of its ``top`` best chunk scores (``top=1``: max pooling, what ragindex does)."""
+    run: dict[str, dict[str, float]] = {}
+    for qid, pairs in hits.items():
+        per_doc: dict[str, list[float]] = {}
+        for did, score in pairs:  # best first
+            kept = per_doc.setdefault(did, [])
+            if len(kept) < top:
+                kept.append(score)
+        run[qid] = {did: sum(values) for did, values in per_doc.items()}
+    return run
+
+
+def table(title: str, results: Sequence[Result]) -> str:
+    lines = [
+        f"### {title}",
+        "",
+        "| setting | chunks | nDCG@10 (max) | R@100 (max) | nDCG@10 (top2sum) | R@100 (top2sum) | s |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        m, s = r.scores["max"], r.scores["top2sum"]
+        lines.append(
+            f"| {r.setting.label()} | {r.chunks} | {m['ndcg@10']:.4f} | {m['recall@100']:.4f} | "
+            f"{s['ndcg@10']:.4f} | {s['recall@100']:.4f} | {r.seconds:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def best(results: Iterable[Result]) -> Result:
+    return max(results, key=lambda r: r.scores["max"]["ndcg@10"])
+
+
+def run_all(bench: Bench, settings: Sequence[Setting], title: str) -> list[Result]:
+    results = []
+    for setting in settings:
+        results.append(bench.run(setting))
+        m = results[-1].scores["max"]
+        print(f"  {setting.label()}: nDCG@10={m['ndcg@10']:.4f} R@100={m['recall@100']:.4f}", flush=True)
+    print(table(title, results) + "\n", flush=True)
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=Path("/work/shared/data/beir/scifact"))
+    parser.add_argument("--experiments", default="1,2,3", help="comma list of 1 (avg_len), 2 (k1, b), 3 (chunking)")
+    parser.add_argument("--only", nargs="+", help="settings size:overlap:avg_len:k1:b (instead of the experiments)")
+    args = parser.parse_args(argv)
+
+    bench = Bench(args.data)
+    print(f"{len(bench.documents)} documents, {len(bench.data.queries)} queries", flush=True)
+    if args.only:
+        settings = []
+        for spec in args.only:
+            size, overlap, avg_len, k1, b = spec.split(":")
+            settings.append(Setting(int(size), int(overlap), float(avg_len), float(k1), float(b)))
+        run_all(bench, settings, "chosen settings")
+        return
+
+    wanted = {int(x) for x in args.experiments.split(",") if x.strip()}
+    for size, overlap in ((512, 64), (1024, 128), (2000, 0)):
+        mean, median, distinct = bench.lengths(size, overlap)
+        print(
+            f"chunking {size}/{overlap}: {len(bench.chunks(size, overlap))} chunks, BM25 tokens mean {mean:.1f} "
+            f"median {median:.1f}, distinct terms mean {distinct:.1f}",
+            flush=True,
+        )
+    measured = round(bench.lengths(512, 64)[0])
+    best_avg, best_k1, best_b = 90.0, 1.2, 0.75
+    if 1 in wanted:
+        avg_lens = sorted({float(measured), 30.0, 50.0, 90.0, 150.0, 256.0})
+        results = run_all(bench, [Setting(512, 64, a) for a in avg_lens], "1. avg_len at 512/64, k1=1.2, b=0.75")
+        best_avg = best(results).setting.avg_len
+    if 2 in wanted:
+        grid = [Setting(512, 64, best_avg, k1, b) for k1 in (0.9, 1.2, 1.5) for b in (0.3, 0.5, 0.75, 0.9)]
+        results = run_all(bench, grid, f"2. k1 x b at 512/64, avg_len={best_avg:g}")
+        top = best(results).setting
+        best_k1, best_b = top.k1, top.b
+    if 3 in wanted:
+        settings = []
+        for size, overlap in ((512, 64), (1024, 128), (2000, 0)):
+            settings.append(Setting(size, overlap, best_avg, best_k1, best_b))
+            own = float(round(bench.lengths(size, overlap)[0]))
+            if own != best_avg:
+                settings.append(Setting(size, overlap, own, best_k1, best_b))
+        run_all(bench, settings, f"3. chunking with k1={best_k1:g} b={best_b:g} (avg_len: best, and measured)")
+
+
+if __name__ == "__main__":
+    main()
