@@ -99,7 +99,9 @@ class Settings(BaseSettings):
 
     # --- bm25 ----------------------------------------------------------------------------------
     bm25_enabled: bool = Field(True, description="Build BM25 sparse vectors (Qdrant Bm25, multilingual tokenizer).")
-    bm25_avg_len: float = Field(90.0, gt=0, description="Average chunk length in tokens for BM25 length norm.")
+    bm25_avg_len: float = Field(
+        30.0, gt=0, description="Mean chunk length in BM25 tokens (length norm); 30 fits 512-char chunks."
+    )
     bm25_k1: float = Field(1.2, gt=0, description="BM25 k1.")
     bm25_b: float = Field(0.75, ge=0, le=1, description="BM25 b.")
 
