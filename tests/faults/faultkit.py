@@ -307,4 +307,8 @@ def assert_converged(
         assert doc.content_hash in versions, f"document {doc.filename} holds a version that was never written"
         assert covered(versions[doc.content_hash], pieces), f"chunks of {doc.filename} do not cover its text"
 
+    # 6. no run or document left PROCESSING by a process that died (repair closes them)
+    assert not store.runs(status="PROCESSING"), [r.run_id for r in store.runs(status="PROCESSING")]
+    assert not [d.filename for d in docs if d.status == "PROCESSING"]
+
     assert engine.verify().ok, engine.verify().to_dict()

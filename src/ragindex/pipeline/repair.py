@@ -12,6 +12,7 @@ SUCCESS, named vector missing that kind reset to PENDING
 orphan points                 deleted (points with no ACTIVE truth row)
 PENDING, FAILED < max         indexed (dense first, then the sparse kinds)
 FAILED >= max_attempts        left alone and counted: only an explicit reindex retries them
+PROCESSING runs, stale        closed SUCCESS with their document once every copy is written
 ============================  =============================================================
 
 and converges a BUILDING collection (a ``reindex --into`` in progress) the same way, without
@@ -26,6 +27,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from ragindex.errors import NotFoundError, ValidationError
@@ -34,8 +36,8 @@ from ragindex.pipeline.indexer import Indexer, StageResult
 from ragindex.pipeline.manage import purge_rows
 from ragindex.pipeline.reindex import CollectionBuilder
 from ragindex.store.records import IndexMeta
-from ragindex.store.sql import SqlTruthStore
-from ragindex.store.states import IndexStatus, Lifecycle
+from ragindex.store.sql import SqlTruthStore, utcnow
+from ragindex.store.states import IndexStatus, Lifecycle, RunStatus
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +63,7 @@ class RepairReport:
     missing: dict[str, int] = field(default_factory=dict)
     orphans: int = 0
     unpurged: int = 0
+    stuck_runs: int = 0
     purged: int = 0
     purge_failed: int = 0
     indexed: dict[str, int] = field(default_factory=dict)
@@ -124,6 +127,7 @@ class RepairReport:
             "missing": self.missing,
             "orphans": self.orphans,
             "removed_unpurged": self.unpurged,
+            "stuck_runs": self.stuck_runs,
             "purged": self.purged,
             "purge_failed": self.purge_failed,
             "indexed": self.indexed,
@@ -288,6 +292,37 @@ class Repairer:
                 "chunks FAILED max_attempts times are left alone; retry them with `ragindex reindex --failed`"
             )
 
+    def _settle_runs(self, report: RepairReport, *, dry_run: bool) -> None:
+        """Close the runs a dead process left PROCESSING (older than the stale timeout), and their documents.
+
+        Only once every copy of the document is written (the chunks were repaired above); a run of a
+        document with work left stays open until a later repair finishes that work.
+        """
+        cutoff = utcnow() - timedelta(seconds=self.stale_seconds)
+        stuck = [r for r in self.store.runs(status=RunStatus.PROCESSING) if r.started_at < cutoff]
+        if not stuck:
+            return
+        outcomes = self.store.index_outcomes(sorted({r.doc_id for r in stuck}), self.kinds)
+        done = [r for r in stuck if not any(outcomes[r.doc_id].values())]
+        report.stuck_runs = len(stuck)
+        if dry_run or not done:
+            return
+        stages = dict.fromkeys(self.kinds, (RunStatus.SUCCESS, None))
+        self.store.settle_runs(
+            [
+                {
+                    "run_id": r.run_id,
+                    "doc_id": r.doc_id,
+                    "status": RunStatus.SUCCESS,
+                    "failed_stage": None,
+                    "error": None,
+                    "total_ms": None,
+                    "stages": stages,
+                }
+                for r in done
+            ]
+        )
+
     def _building(self, report: RepairReport, *, dry_run: bool) -> None:
         for meta, builder in self.builders:
             if builder is None:
@@ -326,6 +361,7 @@ class Repairer:
         if collection is not None:
             self._scan(collection, report, skip, dry_run=dry_run)
         self._index(report, dry_run=dry_run)
+        self._settle_runs(report, dry_run=dry_run)
         self._building(report, dry_run=dry_run)
         report.duration_ms = (time.perf_counter() - started) * 1000
         return report
