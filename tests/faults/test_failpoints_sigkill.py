@@ -6,7 +6,8 @@ and the embedding cache warmed with the real model's vectors, so the subprocess 
 ``RAGINDEX_FAILPOINTS="<point>=kill"`` and requires exit by SIGKILL (-9). The test then opens an
 Engine on the same data dir (the dead process's Edge WAL lock must be gone), checks that the
 crash left work behind, runs ``repair(stale_seconds=0)`` and asserts :func:`faultkit.assert_converged`;
-after a killed ingest, a plain re-run must finish the corpus.
+after a killed ingest, a plain re-run must finish the corpus. Repair itself is killed too (while
+purging, while indexing), and the next repair must still converge.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from faultkit import (
 )
 
 from ragindex.engine import Engine
+from ragindex.pipeline import faults
 from ragindex.store.records import ChunkRow
 from ragindex.store.sql import sha256_text
 
@@ -158,3 +160,29 @@ def test_sigkill_in_the_sparse_stage(tmp_path: Path, tiny_bge_m3: Path) -> None:
         }
         engine.repair(stale_seconds=0)
         assert_converged(engine, versions, files=list(CORPUS))
+
+
+REPAIR_POINTS = ["purge.after_index_delete", "dense.after_index_write", "bm25.before_mark_success"]
+
+
+@pytest.mark.parametrize("point", REPAIR_POINTS)
+def test_sigkill_during_repair_then_repair_again_converges(tmp_path: Path, point: str) -> None:
+    """Repair is interrupted too: every chunk FAILED and one deleted chunk unpurged, ``ragindex repair`` killed."""
+    corpus, data = tmp_path / "corpus", tmp_path / "data"
+    versions = write_corpus(corpus)
+    with Engine(settings(data)) as engine:
+        warm_cache(engine, sorted(corpus.iterdir()))
+        faults.arm("dense.after_claim")
+        engine.ingest([corpus])
+        faults.disarm_all()
+        target = chunk_by_text(engine, "ATP synthase")
+        faults.arm("purge.before_index_delete")
+        assert engine.delete_chunks([target.chunk_id])["purge_failed"] == 1
+        faults.disarm_all()
+        assert engine.store.removed_unpurged()
+    _killed(run_cli(data, ["repair", "--json"], f"{point}=kill"))
+    with Engine(settings(data)) as engine:
+        assert engine.repair(dry_run=True, stale_seconds=0).found > 0
+        report = engine.repair(stale_seconds=0)
+        assert report.ok, report.to_dict()
+        assert_converged(engine, versions, skip_docs={target.doc_id})
