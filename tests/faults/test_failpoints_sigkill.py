@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from faultkit import (
     all_chunks,
     assert_converged,
     chunk_by_text,
+    cli_env,
     run_cli,
     settings,
     warm_cache,
@@ -186,3 +188,47 @@ def test_sigkill_during_repair_then_repair_again_converges(tmp_path: Path, point
         report = engine.repair(stale_seconds=0)
         assert report.ok, report.to_dict()
         assert_converged(engine, versions, skip_docs={target.doc_id})
+
+
+# the CLI's ingest, with EdgeShard.create wrapped to SIGKILL the process right after the real create
+_KILL_AFTER_SHARD_CREATE = """
+import os, signal, sys
+import qdrant_edge
+real_create = qdrant_edge.EdgeShard.create
+class EdgeShard:
+    load = qdrant_edge.EdgeShard.load
+    @staticmethod
+    def create(path, config):
+        real_create(path, config)
+        os.kill(os.getpid(), signal.SIGKILL)
+qdrant_edge.EdgeShard = EdgeShard
+from ragindex.cli import main
+sys.argv = ["ragindex", "ingest", sys.argv[1], "--json"]
+main()
+"""
+
+
+def test_sigkill_between_shard_create_and_its_payload_indexes(tmp_path: Path) -> None:
+    """The first index write creates the bucket's shard, then its payload indexes; a kill in between
+    must not leave a shard without them (tenant filters would scan every point, for ever)."""
+    corpus, data = tmp_path / "corpus", tmp_path / "data"
+    versions = write_corpus(corpus)
+    with Engine(settings(data)) as engine:
+        warm_cache(engine, sorted(corpus.iterdir()))
+    proc = subprocess.run(
+        [sys.executable, "-c", _KILL_AFTER_SHARD_CREATE, str(corpus)],
+        env=cli_env(data),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    _killed(proc)
+    with Engine(settings(data)) as engine:
+        engine.repair(stale_seconds=0)
+        assert_converged(engine, versions, files=list(CORPUS))
+        collection = engine.read_collection()
+        assert collection is not None
+        bucket = all_chunks(engine)[0].bucket_id
+        shard = engine.index._shard(collection, bucket)
+        assert {"user_id", "set_id", "doc_id"} <= set(shard.info().payload_schema)

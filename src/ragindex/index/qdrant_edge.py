@@ -75,12 +75,15 @@ class QdrantEdgeIndex:
             try:
                 if exists:
                     shard = q.EdgeShard.load(str(path))
+                    # a process killed between create and the payload indexes left a shard without them
+                    missing = [f for f in _PAYLOAD_INDEXES if f not in shard.info().payload_schema]
                 else:
                     path.mkdir(parents=True, exist_ok=True)
                     shard = q.EdgeShard.create(str(path), self._config(create_dim or 0))
-                    for field in _PAYLOAD_INDEXES:
-                        params = q.IntegerIndexParams(lookup=True, range=False, is_principal=field == "user_id")
-                        shard.update(q.UpdateOperation.create_field_index(field, params))
+                    missing = list(_PAYLOAD_INDEXES)
+                for field in missing:
+                    params = q.IntegerIndexParams(lookup=True, range=False, is_principal=field == "user_id")
+                    shard.update(q.UpdateOperation.create_field_index(field, params))
             except Exception as exc:
                 if "WouldBlock" in str(exc):
                     raise IndexLockedError(self._owner_message(path), path=str(path)) from exc
