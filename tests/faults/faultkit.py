@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -198,6 +198,19 @@ def warm_cache(
     )
 
 
+def _stored_vectors(engine: Engine, collection: str, chunks: Sequence[ChunkRow]) -> dict[str, Any]:
+    """chunk_id -> {vector name: stored vector}, read back from the Edge shards (the protocol has no getter)."""
+    by_bucket: dict[int, list[str]] = defaultdict(list)
+    for c in chunks:
+        by_bucket[c.bucket_id].append(c.chunk_id)
+    out: dict[str, Any] = {}
+    for bucket, ids in by_bucket.items():
+        shard = engine.index._shard(collection, bucket)  # type: ignore[attr-defined]
+        for record in shard.retrieve(ids, False, True):
+            out[str(record.id)] = record.vector
+    return out
+
+
 def covered(text: str, pieces: list[str]) -> bool:
     """Whether ``pieces`` (in order, possibly overlapping) are substrings that cover every non-blank char."""
     mask = np.zeros(len(text), dtype=bool)
@@ -277,6 +290,18 @@ def assert_converged(
             )
             assert hits and hits[0][0] == c.chunk_id, f"chunk {c.chunk_id} is not its own nearest point: {hits}"
             assert hits[0][1] > 1 - 1e-4, f"point {c.chunk_id} holds another vector (score {hits[0][1]})"
+        # and, read back from the Edge shards, every stored vector is the current content's
+        stored = _stored_vectors(engine, collection, active)
+        for c in active:
+            point = stored[c.chunk_id]
+            dense_copy = np.asarray(point["dense"], dtype=np.float32)
+            assert float(np.dot(dense_copy, cached[c.content_hash])) > 1 - 1e-4, f"stale dense copy: {c.chunk_id}"
+            for kind in kinds[1:]:
+                want = engine.sparse[kind].encode_documents([c.content])[0]
+                got = dict(zip(point[kind].indices, point[kind].values, strict=True))
+                assert got.keys() == set(want.indices), f"stale {kind} copy: {c.chunk_id}"
+                values = [got[i] for i in want.indices]
+                assert np.allclose(values, want.values, rtol=1e-4, atol=1e-4), (c.chunk_id, kind, values, want.values)
 
     # 4. no ghost hits, and every document is findable by its distinctive phrase
     docs = store.list_documents()
