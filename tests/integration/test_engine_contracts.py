@@ -119,3 +119,22 @@ def test_a_kind_enabled_later_is_backfilled_by_the_next_ingest(tmp_path: Path) -
         assert engine.store.chunk_count_by_status("bm25") == {"SUCCESS": 2}
         assert engine.search("obsidian", user_id=1, set_id=1, mode="bm25").hits[0].filename == "a.txt"
         assert engine.verify().ok
+
+
+def test_a_chunk_whose_claims_keep_going_stale_stops_at_max_attempts(engine: Engine, tmp_path: Path) -> None:
+    """A chunk that kills every worker encoding it must not be retried forever by automatic repair."""
+    corpus = write(tmp_path / "c", {"a.txt": "Poison pill text."})
+    engine.ingest([corpus])
+    (chunk,) = engine.store.chunks_of_document(engine.store.list_documents()[0].doc_id)
+    engine.store.reset_status([chunk.chunk_id], ["dense"], from_statuses=["SUCCESS"])
+    for attempt in (1, 2):
+        claim = engine.store.claim("dense", [chunk.chunk_id])  # a worker takes it ... and dies
+        assert claim.complete
+        assert engine.store.release_stale("dense", -1, max_attempts=2) == [chunk.chunk_id]
+        (row,) = engine.store.get_chunks([chunk.chunk_id])
+        assert row.attempts == attempt
+        assert row.dense_status == ("PENDING" if attempt == 1 else "FAILED")
+        assert "went stale" in (row.last_error or "")
+    assert engine.store.pending_chunks("dense", max_attempts=2) == []  # automatic retries stop here
+    engine.reindex_failed([chunk.chunk_id])  # an explicit reindex still retries it
+    assert engine.store.get_chunks([chunk.chunk_id])[0].dense_status == "SUCCESS"

@@ -218,7 +218,9 @@ class Repairer:
             if dry_run:
                 out[kind] = self.store.stale_claims(kind, self.stale_seconds, limit=limit)
             else:
-                out[kind] = self.store.release_stale(kind, self.stale_seconds, limit=limit)
+                out[kind] = self.store.release_stale(
+                    kind, self.stale_seconds, limit=limit, max_attempts=self.max_attempts
+                )
         return out
 
     def _buckets(self, collection: str) -> list[int]:

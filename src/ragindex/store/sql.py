@@ -519,10 +519,20 @@ class SqlTruthStore:
                 ).rowcount
         return moved
 
-    def release_stale(self, kind: str, older_than_seconds: float, *, limit: int | None = None) -> list[str]:
-        """INDEXING claims older than the stale timeout go back to PENDING; return their ids."""
+    def release_stale(
+        self, kind: str, older_than_seconds: float, *, limit: int | None = None, max_attempts: int | None = None
+    ) -> list[str]:
+        """INDEXING claims older than the stale timeout go back to PENDING; return their ids.
+
+        A stale claim means its worker died holding it, so it counts as an attempt: a chunk that kills
+        every worker that encodes it reaches ``max_attempts`` and goes to FAILED, where automatic
+        repair stops retrying it (an explicit reindex still can).
+        """
         status = _status_col(kind)
         cutoff = utcnow() - timedelta(seconds=older_than_seconds)
+        target: Any = IndexStatus.PENDING
+        if max_attempts is not None:
+            target = case((_CH.attempts + 1 >= max_attempts, IndexStatus.FAILED), else_=IndexStatus.PENDING)
         with self._tx() as conn:
             query = select(_CH.chunk_id).where(status == IndexStatus.INDEXING, _CH.claimed_at < cutoff)
             ids = [r[0] for r in conn.execute(query.limit(limit) if limit else query)]
@@ -530,7 +540,14 @@ class SqlTruthStore:
                 conn.execute(
                     update(schema.chunks)
                     .where(_CH.chunk_id.in_(part), status == IndexStatus.INDEXING, _CH.claimed_at < cutoff)
-                    .values({status.key: IndexStatus.PENDING, f"{kind}_claim": None})
+                    .values(
+                        {
+                            status.key: target,
+                            f"{kind}_claim": None,
+                            "attempts": _CH.attempts + 1,
+                            "last_error": f"{kind} claim went stale (its worker died or hung)",
+                        }
+                    )
                 )
         return ids
 
