@@ -152,6 +152,8 @@ def _query(s: dict[str, Any]) -> list[str]:
     return lines
 
 
+TARGETS = REPORT.parent / "targets.md"
+
 SECTIONS = {
     "ingest": ("(a) Cold ingest vs raw encode", _ingest),
     "noop": ("(b) No-op re-ingest", _noop),
@@ -190,6 +192,8 @@ def render() -> str:
             lines += ["Not run yet.", ""]
             continue
         lines += [f"Run {section['date']} on {_machine(section['machine'])}.", "", *fn(section), ""]
+    if TARGETS.exists():  # the hand-kept summary of every target, including the eval and service ones
+        lines += [TARGETS.read_text(encoding="utf-8").rstrip(), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
