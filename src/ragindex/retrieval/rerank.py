@@ -10,14 +10,13 @@ one loaded model per (source, device, max length) is shared by every engine of t
 from __future__ import annotations
 
 import logging
-import os
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
+from ragindex.encoders._hf import load_once, quiet_hub
 from ragindex.errors import RetrievalConfigurationError, RetrievalEncodingError
 
 __all__ = ["MODEL_SETTING", "CrossEncoderReranker", "Reranker", "sigmoid"]
@@ -26,10 +25,6 @@ log = logging.getLogger(__name__)
 
 MODEL_SETTING = "RAGINDEX_RERANK_MODEL"
 """The environment name of the setting that chooses the rerank model (named in load errors)."""
-
-# One loaded model per (source, device, max length) and process: engines, the service and tests share it.
-_MODELS: dict[tuple[str, str, int], Any] = {}
-_MODELS_LOCK = threading.Lock()
 
 
 class Reranker(Protocol):
@@ -107,19 +102,11 @@ class CrossEncoderReranker:
     def _load(self) -> Any:
         if self._model is not None:
             return self._model
-        key = (self.source, self.device, self.max_length)
-        with _MODELS_LOCK:
-            if key not in _MODELS:
-                _MODELS[key] = self._build()
-            self._model = _MODELS[key]
+        self._model = load_once(("cross-encoder", self.source, self.device, self.max_length), self._build)
         return self._model
 
     def _build(self) -> Any:
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-        if self.offline:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        quiet_hub(offline=self.offline)
         try:
             from sentence_transformers import CrossEncoder
         except ImportError as exc:

@@ -3,24 +3,19 @@
 from __future__ import annotations
 
 import logging
-import os
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ragindex.encoders._hf import load_once, quiet_hub
 from ragindex.encoders.precision import resolve_precision
 from ragindex.errors import ConfigurationError, EncodingError
 
 log = logging.getLogger(__name__)
 
 SHIPPED_MODEL_NAMES = ("sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2")
-
-# One loaded model per (source, device) and process: engines, the service and tests share it.
-_MODELS: dict[tuple[str, str], Any] = {}
-_MODELS_LOCK = threading.Lock()
 
 
 def resolve_model_source(name_or_path: str) -> str:
@@ -97,19 +92,11 @@ class SentenceTransformerDenseEncoder:
     def _load(self) -> Any:
         if self._model is not None:
             return self._model
-        key = (self.source, self.device)
-        with _MODELS_LOCK:
-            if key not in _MODELS:
-                _MODELS[key] = self._build()
-            self._model = _MODELS[key]
+        self._model = load_once(("sentence-transformer", self.source, self.device), self._build)
         return self._model
 
     def _build(self) -> Any:
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-        if self.offline:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        quiet_hub(offline=self.offline)
         try:
             import torch
             from sentence_transformers import SentenceTransformer

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ragindex.encoders._hf import load_once, quiet_hub
 from ragindex.encoders.sparse.cleaning import clean_lexical_weights
 from ragindex.errors import ConfigurationError, EncodingError
 from ragindex.types import SparseVector
@@ -44,11 +44,6 @@ class _Loaded:
         self.model = model
         self.sparse_linear = sparse_linear
         self.unused = unused
-
-
-# One loaded checkpoint per (directory, device) and process: engines, the service and tests share it.
-_MODELS: dict[tuple[str, str], _Loaded] = {}
-_MODELS_LOCK = threading.Lock()
 
 
 def _hub_offline(offline: bool) -> bool:
@@ -140,11 +135,7 @@ class BgeM3SparseEncoder:
         if self._loaded is not None:
             return self._loaded
         folder = self.resolve_checkpoint()
-        key = (str(folder), self.device)
-        with _MODELS_LOCK:
-            if key not in _MODELS:
-                _MODELS[key] = self._build(folder)
-            self._loaded = _MODELS[key]
+        self._loaded = load_once(("bge-m3", str(folder), self.device), lambda: self._build(folder))
         return self._loaded
 
     def _build(self, folder: Path) -> _Loaded:
@@ -155,8 +146,7 @@ class BgeM3SparseEncoder:
                 "saved next to the model by FlagEmbedding / BAAI/bge-m3)",
                 path=str(folder),
             )
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        quiet_hub(offline=False)  # offline mode is decided per call below (local_files_only)
         try:
             import torch
             from transformers import AutoModel, AutoTokenizer

@@ -1,0 +1,32 @@
+"""What every local Hugging Face model of ragindex shares: quiet offline loading and one load per process."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+# One loaded model per key and process: engines, the service and tests share it.
+_LOADED: dict[Hashable, Any] = {}
+_LOCK = threading.Lock()
+
+
+def quiet_hub(*, offline: bool) -> None:
+    """No progress bars or info logs from the hub libraries; no hub access when ``offline``."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    if offline:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def load_once(key: Hashable, build: Callable[[], T]) -> T:
+    """``build()`` the first time ``key`` is asked for in this process, the same object afterwards."""
+    with _LOCK:
+        if key not in _LOADED:
+            _LOADED[key] = build()
+        loaded: T = _LOADED[key]
+    return loaded
