@@ -138,3 +138,21 @@ def test_a_chunk_whose_claims_keep_going_stale_stops_at_max_attempts(engine: Eng
     assert engine.store.pending_chunks("dense", max_attempts=2) == []  # automatic retries stop here
     engine.reindex_failed([chunk.chunk_id])  # an explicit reindex still retries it
     assert engine.store.get_chunks([chunk.chunk_id])[0].dense_status == "SUCCESS"
+
+
+def test_repair_brings_a_document_failed_at_an_index_stage_back_to_success(engine: Engine, tmp_path: Path) -> None:
+    from ragindex.pipeline import faults
+
+    corpus = write(tmp_path / "c", {"a.txt": "Mica splits into thin sheets.", "b.txt": "Talc is the softest mineral."})
+    faults.arm("dense.after_encode")
+    try:
+        engine.ingest([corpus])
+    finally:
+        faults.disarm_all()
+    assert {d.status for d in engine.store.list_documents()} == {"FAILED"}
+    dry = engine.repair(dry_run=True)
+    assert dry.recovered_documents == 0  # nothing is written by a dry run, so nothing recovers yet
+    report = engine.repair()
+    assert report.recovered_documents == 2
+    assert {d.status for d in engine.store.list_documents()} == {"SUCCESS"}
+    assert engine.verify().ok

@@ -64,6 +64,7 @@ class RepairReport:
     orphans: int = 0
     unpurged: int = 0
     stuck_runs: int = 0
+    recovered_documents: int = 0
     purged: int = 0
     purge_failed: int = 0
     indexed: dict[str, int] = field(default_factory=dict)
@@ -128,6 +129,7 @@ class RepairReport:
             "orphans": self.orphans,
             "removed_unpurged": self.unpurged,
             "stuck_runs": self.stuck_runs,
+            "recovered_documents": self.recovered_documents,
             "purged": self.purged,
             "purge_failed": self.purge_failed,
             "indexed": self.indexed,
@@ -325,6 +327,22 @@ class Repairer:
             ]
         )
 
+    def _settle_documents(self, report: RepairReport, *, dry_run: bool) -> None:
+        """A document FAILED at an index stage is SUCCESS again once repair has written every copy.
+
+        Documents that failed to load or chunk (no committed content hash) stay FAILED: only a re-ingest
+        (``ingest --resume``) can fix those. The failed run stays in the history as it was.
+        """
+        failed = [d for d in self.store.list_documents() if d.status == RunStatus.FAILED and d.content_hash]
+        if not failed:
+            return
+        outcomes = self.store.index_outcomes([d.doc_id for d in failed], self.kinds)
+        recovered = [d.doc_id for d in failed if not any(outcomes[d.doc_id].values())]
+        report.recovered_documents = len(recovered)
+        if not dry_run:
+            for doc_id in recovered:
+                self.store.set_document_status(doc_id, RunStatus.SUCCESS, None)
+
     def _building(self, report: RepairReport, *, dry_run: bool) -> None:
         for meta, builder in self.builders:
             if builder is None:
@@ -364,6 +382,7 @@ class Repairer:
             self._scan(collection, report, skip, dry_run=dry_run)
         self._index(report, dry_run=dry_run)
         self._settle_runs(report, dry_run=dry_run)
+        self._settle_documents(report, dry_run=dry_run)
         self._building(report, dry_run=dry_run)
         report.duration_ms = (time.perf_counter() - started) * 1000
         return report
