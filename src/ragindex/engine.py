@@ -8,6 +8,7 @@ use, so a no-op ingest or ``status`` never loads torch.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -53,6 +54,7 @@ class Engine:
         self._dense: DenseEncoder | None = None
         self._chunker: Chunker | None = None
         self._reranker: Reranker | None = None
+        self._parts_lock = threading.Lock()  # threads sharing one Engine (the service) build each part once
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> Engine:
@@ -79,28 +81,36 @@ class Engine:
     def index(self) -> VectorIndex:
         """The vector index (opened on first use; Edge shards open per bucket on demand)."""
         if self._index is None:
-            self._index = factory.build_index(self.settings)
+            with self._parts_lock:
+                if self._index is None:
+                    self._index = factory.build_index(self.settings)
         return self._index
 
     @property
     def dense(self) -> DenseEncoder:
         """The dense encoder (the model loads on the first encode)."""
         if self._dense is None:
-            self._dense = factory.build_dense_encoder(self.settings)
+            with self._parts_lock:
+                if self._dense is None:
+                    self._dense = factory.build_dense_encoder(self.settings)
         return self._dense
 
     @property
     def reranker(self) -> Reranker:
         """The cross-encoder reranker (built on the first reranked search; the model loads on the first rerank)."""
         if self._reranker is None:
-            self._reranker = factory.build_reranker(self.settings)
+            with self._parts_lock:
+                if self._reranker is None:
+                    self._reranker = factory.build_reranker(self.settings)
         return self._reranker
 
     @property
     def chunker(self) -> Chunker:
         """The configured chunker."""
         if self._chunker is None:
-            self._chunker = factory.build_chunker(self.settings)
+            with self._parts_lock:
+                if self._chunker is None:
+                    self._chunker = factory.build_chunker(self.settings)
         return self._chunker
 
     def read_collection(self) -> str | None:
