@@ -15,7 +15,6 @@ import multiprocessing
 import os
 import secrets
 import tempfile
-import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,8 +24,8 @@ from typing import Any
 from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
-from ragindex.store.records import Claim
 from ragindex.store.sql import SqlTruthStore
+from ragindex.testing.claims import drain_claims
 from ragindex.testing.contracts.truth_store import ingest
 
 MYSQL_SERVER = os.environ.get("RAGINDEX_TEST_MYSQL", "root@127.0.0.1:3306")
@@ -35,35 +34,11 @@ POSTGRES_SERVER = os.environ.get("RAGINDEX_TEST_POSTGRES", "postgres@127.0.0.1:5
 
 def _drain(url: str, approach: str, batch: int, barrier: Any, results: Any) -> None:
     store = SqlTruthStore(url)
-    got: list[str] = []
-    claims = empty = partial = 0
     barrier.wait()
-    started = time.time()
-    while True:
-        claim: Claim
-        if approach == "claim_next":
-            claim = store.claim_next("dense", batch)
-            if not claim.chunk_ids:
-                empty += 1
-                if not store.pending_chunks("dense", limit=1):
-                    break
-                continue
-        else:
-            rows = store.pending_chunks("dense", limit=batch)
-            if not rows:
-                break
-            claim = store.claim("dense", [r.chunk_id for r in rows])
-            if not claim.chunk_ids:
-                empty += 1
-                continue
-        claims += 1
-        partial += not claim.complete
-        got.extend(claim.chunk_ids)
-        store.mark_success(claim)
-    results.put(
-        {"got": got, "claims": claims, "empty": empty, "partial": partial, "start": started, "end": time.time()}
-    )
-    store.close()
+    try:
+        results.put(drain_claims(store, approach, batch))
+    finally:
+        store.close()
 
 
 @contextmanager

@@ -19,7 +19,6 @@ The four processes are spawned once per module and reused (spawning costs more t
 from __future__ import annotations
 
 import multiprocessing
-import time
 import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -28,6 +27,7 @@ from typing import Any
 import pytest
 
 from ragindex.store.sql import SqlTruthStore
+from ragindex.testing.claims import drain_claims
 
 CHUNKS = 2000
 DOCUMENTS = 40
@@ -53,35 +53,11 @@ def _open(url: str, barrier: Any) -> dict[str, Any]:
 def _drain(url: str, approach: str, barrier: Any) -> dict[str, Any]:
     """Claim and finish batches until nothing is claimable; report what this worker owned."""
     store = SqlTruthStore(url)
-    got: list[str] = []
-    claims = partial = empty = 0
     barrier.wait(timeout=60)
-    started = time.time()
-    while True:
-        if approach == "claim_next":
-            claim = store.claim_next("dense", BATCH)
-            if not claim.chunk_ids:
-                empty += 1
-                if not store.pending_chunks("dense", limit=1):
-                    break
-                continue
-        else:
-            rows = store.pending_chunks("dense", limit=BATCH)
-            if not rows:
-                break
-            claim = store.claim("dense", [r.chunk_id for r in rows])
-            if not claim.chunk_ids:
-                empty += 1
-                continue
-        claims += 1
-        partial += not claim.complete
-        got.extend(claim.chunk_ids)
-        moved = store.mark_success(claim)
-        if moved != len(claim.chunk_ids):
-            raise AssertionError(f"mark_success moved {moved} of {len(claim.chunk_ids)} owned chunks")
-    finished = time.time()
-    store.close()
-    return {"got": got, "claims": claims, "partial": partial, "empty": empty, "start": started, "end": finished}
+    try:
+        return drain_claims(store, approach, BATCH)
+    finally:
+        store.close()
 
 
 def _cache(url: str, barrier: Any) -> dict[str, Any]:
