@@ -94,7 +94,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
     )
     app = create_app(settings, ServiceSettings(_env_file=None))  # type: ignore[call-arg]
     with _Server(app) as server:
-        store = app.state.service.engine.store
+        store = app.state.service.store
         key = create_key(store, user_id=USER, admin=True)["key"]
         KEYS["user"] = str(create_key(store, user_id=USER)["key"])
         yield server.url, str(key)

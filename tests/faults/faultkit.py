@@ -20,9 +20,9 @@ import numpy as np
 
 from ragindex.config.settings import Settings
 from ragindex.engine import Engine
+from ragindex.hashing import sha256_text
 from ragindex.index.protocol import TenantFilter, VectorQuery
 from ragindex.store.records import ChunkRow
-from ragindex.store.sql import sha256_text
 
 CHUNK_SIZE = 160
 CHUNK_OVERLAP = 20
@@ -79,6 +79,11 @@ CHANGED = {
         "Explicit congestion notification marks packets instead of dropping them at the router.",
     ),
 }
+
+# the failpoints of the index stages and of the purge, as the matrices of the suite name them
+BOUNDARIES = ("after_claim", "after_encode", "after_index_write", "before_mark_success")
+INDEX_POINTS = [f"{kind}.{where}" for kind in ("dense", "bm25") for where in BOUNDARIES]
+PURGE_POINTS = ["purge.before_index_delete", "purge.after_index_delete"]
 
 NEW_CHUNK_TEXT = "Glaciers carve U-shaped valleys and leave moraines of unsorted boulders where the ice stops."
 

@@ -21,7 +21,9 @@ import pytest
 from faultkit import (
     CHANGED,
     CORPUS,
+    INDEX_POINTS,
     NEW_CHUNK_TEXT,
+    PURGE_POINTS,
     all_chunks,
     assert_converged,
     chunk_by_text,
@@ -33,15 +35,11 @@ from faultkit import (
 )
 
 from ragindex.engine import Engine
+from ragindex.hashing import sha256_text
 from ragindex.pipeline import faults
 from ragindex.store.records import ChunkRow
-from ragindex.store.sql import sha256_text
 
 pytestmark = pytest.mark.integration
-
-BOUNDARIES = ("after_claim", "after_encode", "after_index_write", "before_mark_success")
-INDEX_POINTS = [f"{kind}.{where}" for kind in ("dense", "bm25") for where in BOUNDARIES]
-PURGE_POINTS = ["purge.before_index_delete", "purge.after_index_delete"]
 
 MATRIX = (
     [("ingest", p) for p in ["chunking.after_truth_write", *INDEX_POINTS]]

@@ -68,7 +68,7 @@ class Service:
     data_dir: Path
 
     def key(self, user_id: int, *, admin: bool = False) -> str:
-        return str(create_key(self.state.engine.store, user_id=user_id, admin=admin)["key"])
+        return str(create_key(self.state.store, user_id=user_id, admin=admin)["key"])
 
     def client(self, key: str | None = None) -> httpx.Client:
         headers = {"Authorization": f"Bearer {key}"} if key else {}

@@ -1,43 +1,18 @@
-"""The truth store's service tables (jobs, api_keys: migrations m003/m004) on SQLite, MariaDB and PostgreSQL."""
+"""The service's own store (jobs, api_keys: migrations m003/m004) on SQLite, MariaDB and PostgreSQL."""
 
 from __future__ import annotations
 
-import os
-import secrets
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
-from sqlalchemy.pool import NullPool
 
+from dbkit import throwaway_database
 from ragindex.errors import NotFoundError, StoreError
 from ragindex.service.keys import authenticate, create_key, hash_key, revoke_key
+from ragindex.service.store import SqlServiceStore
 from ragindex.store.sql import SqlTruthStore
-
-MYSQL_SERVER = os.environ.get("RAGINDEX_TEST_MYSQL", "root@127.0.0.1:3306")
-POSTGRES_SERVER = os.environ.get("RAGINDEX_TEST_POSTGRES", "postgres@127.0.0.1:5432")
-
-
-def _server_db(driver: str, admin_url: str, url_of: str, drop: str, **engine_args: object) -> Iterator[str]:
-    pytest.importorskip(driver, reason=f"{driver} is not installed")
-    admin = create_engine(admin_url, poolclass=NullPool, connect_args={"connect_timeout": 3}, **engine_args)  # type: ignore[arg-type]
-    try:
-        conn = admin.connect()
-    except Exception as exc:  # no server: skip, never fail
-        admin.dispose()
-        pytest.skip(f"database server not reachable: {exc}")
-    name = f"ragindex_svc_{secrets.token_hex(4)}"
-    with conn:
-        conn.execute(text(f"CREATE DATABASE {name}"))
-        conn.commit()
-    try:
-        yield url_of + name
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(drop.format(name=name)))
-            conn.commit()
-        admin.dispose()
 
 
 @pytest.fixture(
@@ -47,32 +22,25 @@ def _server_db(driver: str, admin_url: str, url_of: str, drop: str, **engine_arg
         pytest.param("postgres", marks=pytest.mark.postgres),
     ]
 )
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlTruthStore]:
-    if request.param == "sqlite":
-        urls: Iterator[str] = iter([f"sqlite:///{tmp_path / 'truth.db'}"])
-    elif request.param == "mysql":
-        urls = _server_db(
-            "pymysql", f"mysql+pymysql://{MYSQL_SERVER}/", f"mysql+pymysql://{MYSQL_SERVER}/", "DROP DATABASE {name}"
-        )
-    else:
-        urls = _server_db(
-            "psycopg",
-            f"postgresql+psycopg://{POSTGRES_SERVER}/postgres",
-            f"postgresql+psycopg://{POSTGRES_SERVER}/",
-            "DROP DATABASE {name} WITH (FORCE)",
-            isolation_level="AUTOCOMMIT",
-        )
-    url = next(urls)
-    truth = SqlTruthStore(url)
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    with ExitStack() as stack:
+        if request.param == "sqlite":
+            url = f"sqlite:///{tmp_path / 'truth.db'}"
+        else:  # a database of its own per test, dropped afterwards
+            url = stack.enter_context(throwaway_database(request.param, prefix="ragindex_svc_"))
+        yield url
+
+
+@pytest.fixture
+def store(url: str) -> Iterator[SqlServiceStore]:
+    service = SqlServiceStore(url)
     try:
-        yield truth
+        yield service
     finally:
-        truth.close()
-        for _ in urls:  # run the generator's cleanup
-            pass
+        service.close()
 
 
-def test_jobs_are_scoped_to_their_tenant(store: SqlTruthStore) -> None:
+def test_jobs_are_scoped_to_their_tenant(store: SqlServiceStore) -> None:
     store.create_job("job-a", user_id=1, set_id=2, kind="ingest", status="queued", files=["/b/1/2/a.txt"])
     store.create_job("Job-A", user_id=2, set_id=2, kind="ingest", status="queued", files=[])
     job = store.get_job("job-a", user_id=1)
@@ -90,7 +58,7 @@ def test_jobs_are_scoped_to_their_tenant(store: SqlTruthStore) -> None:
     assert [j.job_id for j in store.jobs_with_status(["queued", "running"])] == ["Job-A"]
 
 
-def test_api_keys_store_only_hashes_and_revoke(store: SqlTruthStore) -> None:
+def test_api_keys_store_only_hashes_and_revoke(store: SqlServiceStore) -> None:
     tenant = create_key(store, user_id=5, name="ci")
     admin = create_key(store, user_id=6, admin=True)
     principal = authenticate(store, tenant["key"])
@@ -109,3 +77,49 @@ def test_api_keys_store_only_hashes_and_revoke(store: SqlTruthStore) -> None:
     with pytest.raises(NotFoundError):
         revoke_key(store, tenant["key_id"])
     assert store.list_api_keys(user_id=5)[0].revoked_at is not None
+
+
+def test_the_truth_store_knows_nothing_of_the_service(url: str) -> None:
+    """The truth store alone makes no service table; the service store adds its own beside it."""
+    from sqlalchemy import inspect
+
+    truth = SqlTruthStore(url)
+    try:
+        assert not {"jobs", "api_keys"} & set(inspect(truth.engine).get_table_names())
+        service = SqlServiceStore(url)
+        try:
+            assert {"jobs", "api_keys", "chunks"} <= set(inspect(truth.engine).get_table_names())
+            service.create_job("j1", user_id=1, set_id=1, kind="ingest", status="queued", files=[])
+            assert truth.list_documents() == [] and service.get_job("j1").status == "queued"
+        finally:
+            service.close()
+    finally:
+        truth.close()
+
+
+def test_a_database_made_by_an_earlier_version_is_not_migrated_again(url: str) -> None:
+    """Where the truth store once made the service tables (m001-m004 in one list), nothing is applied twice."""
+    from sqlalchemy import create_engine
+
+    from ragindex.clock import utcnow
+    from ragindex.service.schema import SERVICE_MIGRATIONS, jobs
+    from ragindex.store.migrations import MIGRATIONS, apply_migrations
+
+    engine = create_engine(url)
+    try:
+        applied = apply_migrations(engine, (*MIGRATIONS, *SERVICE_MIGRATIONS))  # the single list of 0.1
+        assert applied == ["m001_initial_schema", "m002_mysql_exact_keys_and_times", "m003_jobs", "m004_api_keys"]
+        with engine.begin() as conn:
+            conn.execute(
+                jobs.insert().values(
+                    job_id="old", user_id=1, set_id=1, kind="ingest", status="succeeded", files=[], created_at=utcnow()
+                )
+            )
+    finally:
+        engine.dispose()
+    service = SqlServiceStore(url)
+    try:
+        assert apply_migrations(service.engine, SERVICE_MIGRATIONS) == []
+        assert service.get_job("old").status == "succeeded"
+    finally:
+        service.close()

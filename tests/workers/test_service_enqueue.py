@@ -55,7 +55,7 @@ def test_upload_is_enqueued_not_run(tmp_path: Path, queues: Queues, redis_url: s
     app = create_app(settings, service)
     with TestClient(app) as client:
         state = app.state.service
-        key = create_key(state.engine.store, user_id=5)["key"]
+        key = create_key(state.store, user_id=5)["key"]
         client.headers["Authorization"] = f"Bearer {key}"
         response = client.post("/v1/sets/2/documents", files=[("files", ("notes.txt", b"tides and the moon"))])
         assert response.status_code == 202, response.text
@@ -86,7 +86,7 @@ def test_broker_down_fails_the_upload_and_its_job(tmp_path: Path) -> None:
     )
     app = create_app(settings, service)
     with TestClient(app, raise_server_exceptions=False) as client:
-        store = app.state.service.engine.store
+        store = app.state.service.store
         client.headers["Authorization"] = f"Bearer {create_key(store, user_id=5)['key']}"
         response = client.post("/v1/sets/2/documents", files=[("files", ("notes.txt", b"tides"))])
         assert response.status_code >= 500

@@ -75,9 +75,9 @@ def settings(tmp_path: Path, mysql_url: str) -> Settings:
 
 @pytest.fixture
 def store(settings: Settings) -> Iterator[Any]:
-    from ragindex import factory
+    from ragindex.service.store import SqlServiceStore
 
-    store = factory.build_store(settings)
+    store = SqlServiceStore(settings.resolved_database_url)
     yield store
     store.close()
 

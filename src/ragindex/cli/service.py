@@ -13,7 +13,7 @@ from ragindex.cli.app import app, console, emit_json, guarded, load_settings
 from ragindex.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from ragindex.store.sql import SqlTruthStore
+    from ragindex.service.store import SqlServiceStore
 
 keys_app = typer.Typer(help="Per-tenant API keys of the HTTP service (stored as sha256 only).", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
@@ -44,10 +44,10 @@ def serve(
 
 
 @contextmanager
-def _store() -> Iterator[SqlTruthStore]:
-    from ragindex import factory
+def _store() -> Iterator[SqlServiceStore]:
+    from ragindex.service.store import SqlServiceStore
 
-    store = factory.build_store(load_settings())
+    store = SqlServiceStore(load_settings().resolved_database_url)
     try:
         yield store
     finally:

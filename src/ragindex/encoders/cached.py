@@ -3,23 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ragindex.encoders.protocol import DenseEncoder
 
-
-class VectorCache(Protocol):
-    """Where cached vectors live (the truth store's embedding_cache table)."""
-
-    def cached_vectors(self, model_key: str, content_hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        """content_hash -> vector for those cached under ``model_key``."""
-        ...
-
-    def cache_vectors(self, model_key: str, vectors: dict[str, np.ndarray]) -> None:
-        """Store vectors under ``model_key``."""
-        ...
+if TYPE_CHECKING:
+    from ragindex.store.protocol import EmbeddingCacheStore
 
 
 class CachedDenseEncoder:
@@ -28,7 +19,7 @@ class CachedDenseEncoder:
     Counters ``computed`` and ``reused`` report what the encoder actually did.
     """
 
-    def __init__(self, encoder: DenseEncoder, cache: VectorCache) -> None:
+    def __init__(self, encoder: DenseEncoder, cache: EmbeddingCacheStore) -> None:
         self.encoder = encoder
         self.cache = cache
         self.computed = 0

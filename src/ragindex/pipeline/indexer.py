@@ -20,10 +20,10 @@ from ragindex.encoders.protocol import SparseEncoder
 from ragindex.errors import RagindexError
 from ragindex.index.protocol import DensePoint, VectorIndex
 from ragindex.pipeline import faults
+from ragindex.store.protocol import TruthStore
 from ragindex.store.records import ChunkRow, Claim
-from ragindex.store.sql import SqlTruthStore
 from ragindex.store.states import IndexStatus, Lifecycle
-from ragindex.types import SparseVector
+from ragindex.types import SparseVector, VectorKind
 
 log = logging.getLogger(__name__)
 
@@ -43,35 +43,6 @@ class StageResult:
     time_by_doc_ms: dict[int, float] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class IndexingResult:
-    """Seed 4.1's ChunkIndexingResult: what was indexed, what failed, and what repair would do next."""
-
-    total_chunks: int
-    indexed_chunks: int
-    failed_chunk_ids: tuple[str, ...]
-    skipped_chunk_ids: tuple[str, ...]
-    embedding_model: str
-    sparse_model: str | None
-    embedded: int
-    reused: int
-    next_action: str | None
-
-    def to_dict(self) -> dict[str, object]:
-        """JSON form."""
-        return {
-            "total_chunks": self.total_chunks,
-            "indexed_chunks": self.indexed_chunks,
-            "failed_chunk_ids": list(self.failed_chunk_ids),
-            "skipped_chunk_ids": list(self.skipped_chunk_ids),
-            "embedding_model": self.embedding_model,
-            "sparse_model": self.sparse_model,
-            "embedded": self.embedded,
-            "reused": self.reused,
-            "next_action": self.next_action,
-        }
-
-
 class Indexer:
     """Runs the dense stage and the sparse stages (bm25, learned sparse) over truth-store chunks.
 
@@ -86,7 +57,7 @@ class Indexer:
 
     def __init__(
         self,
-        store: SqlTruthStore,
+        store: TruthStore,
         index: VectorIndex,
         collection: str,
         dense: Callable[[], CachedDenseEncoder],
@@ -116,13 +87,13 @@ class Indexer:
     @property
     def kinds(self) -> tuple[str, ...]:
         """Enabled vector kinds, in stage order."""
-        return ("dense", *self.sparse)
+        return (VectorKind.DENSE, *self.sparse)
 
     def run(self, kind: str, rows: Sequence[ChunkRow], progress: Progress | None = None) -> StageResult:
         """Index ``rows`` for ``kind`` batch by batch; failures are recorded, never raised."""
         result = StageResult(kind=kind, total=len(rows))
         started = time.perf_counter()
-        if kind == "dense":
+        if kind == VectorKind.DENSE:
             # batches of similar length pad least: the encoder sorts only within one call, so sort across calls
             rows = sorted(rows, key=lambda r: len(r.content))
         for start in range(0, len(rows), self.batch_size):
@@ -153,7 +124,7 @@ class Indexer:
         batch = self.store.get_chunks([r.chunk_id for r in batch])
         try:
             faults.hit(f"{kind}.after_claim")
-            if kind == "dense":
+            if kind == VectorKind.DENSE:
                 self._write_dense(batch)
             else:
                 self._write_sparse(kind, batch)
@@ -194,7 +165,7 @@ class Indexer:
         ]
         if stale:
             log.warning("%s: %d chunks were edited while being indexed; their copies are re-queued", kind, len(stale))
-            kinds = self.kinds if kind == "dense" else (kind,)  # a dense write replaced the whole point
+            kinds = self.kinds if kind == VectorKind.DENSE else (kind,)  # a dense write replaced the whole point
             self.store.reset_status(stale, kinds, from_statuses=tuple(IndexStatus))
 
     def _fail(self, claim: Claim, batch: Sequence[ChunkRow], result: StageResult, exc: Exception) -> None:

@@ -19,8 +19,8 @@ from typing import Any
 
 from ragindex.errors import NotFoundError, ValidationError
 from ragindex.pipeline.indexer import Indexer
+from ragindex.store.protocol import TruthStore
 from ragindex.store.records import ChunkRow
-from ragindex.store.sql import SqlTruthStore
 from ragindex.store.states import IndexStatus, Lifecycle
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ class ChunkManager:
         kinds: Enabled vector kinds in stage order (``dense`` first).
     """
 
-    def __init__(self, store: SqlTruthStore, indexer: Callable[[], Indexer | None], kinds: Sequence[str]) -> None:
+    def __init__(self, store: TruthStore, indexer: Callable[[], Indexer | None], kinds: Sequence[str]) -> None:
         self.store = store
         self._indexer_factory = indexer
         self._indexer: Indexer | None = None
@@ -148,7 +148,7 @@ class ChunkManager:
 
 
 def purge_rows(
-    store: SqlTruthStore, indexer: Indexer | None, rows: Sequence[ChunkRow]
+    store: TruthStore, indexer: Indexer | None, rows: Sequence[ChunkRow]
 ) -> tuple[list[str], dict[str, str]]:
     """Purge REMOVED rows from the ACTIVE collection; with no collection there is nothing to delete."""
     if not rows:

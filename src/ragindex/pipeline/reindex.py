@@ -37,13 +37,15 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragindex.clock import utcnow
 from ragindex.encoders.cached import CachedDenseEncoder
 from ragindex.encoders.protocol import SparseEncoder
 from ragindex.errors import IntegrityError, RagindexError, ValidationError
 from ragindex.index.protocol import DensePoint, VectorIndex
+from ragindex.store.protocol import TruthStore
 from ragindex.store.records import ChunkRow, IndexMeta
-from ragindex.store.sql import SqlTruthStore, utcnow
-from ragindex.store.states import IndexStatus, Lifecycle
+from ragindex.store.states import CollectionState, IndexStatus, Lifecycle
+from ragindex.types import VectorKind
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +120,7 @@ class CollectionBuilder:
 
     def __init__(
         self,
-        store: SqlTruthStore,
+        store: TruthStore,
         index: VectorIndex,
         collection: str,
         dense: CachedDenseEncoder,
@@ -140,7 +142,7 @@ class CollectionBuilder:
     @property
     def kinds(self) -> tuple[str, ...]:
         """Vector kinds written, dense first."""
-        return ("dense", *self.sparse)
+        return (VectorKind.DENSE, *self.sparse)
 
     def buckets(self) -> list[int]:
         """Buckets holding chunks in the truth store or points in the collection."""
@@ -161,11 +163,12 @@ class CollectionBuilder:
             orphans = sorted(cid for cid in present if cid not in expected)
             work: dict[str, list[str]] = {kind: [] for kind in self.kinds}
             for cid, statuses in expected.items():
-                if statuses.get("dense") != IndexStatus.SUCCESS:
+                if statuses.get(VectorKind.DENSE) != IndexStatus.SUCCESS:
                     continue  # no copy in the ACTIVE collection: the index stages will write it after the switch
                 have = present.get(cid)
                 if have is None or cid in recopy:
-                    work["dense"].append(cid)  # a dense write replaces the point: rewrite its sparse vectors too
+                    # a dense write replaces the point: rewrite its sparse vectors too
+                    work[VectorKind.DENSE].append(cid)
                     for kind in sparse_kinds:
                         if statuses.get(kind) == IndexStatus.SUCCESS:
                             work[kind].append(cid)
@@ -195,7 +198,7 @@ class CollectionBuilder:
                 if not rows:
                     continue
                 try:
-                    if kind == "dense":
+                    if kind == VectorKind.DENSE:
                         self._write_dense(bucket, rows)
                     else:
                         self._write_sparse(bucket, kind, rows)
@@ -277,7 +280,7 @@ def _check_target(meta: IndexMeta, every: Sequence[IndexMeta]) -> bool:
     name = meta.collection
     validate_collection_name(name)
     existing = next((m for m in every if m.collection == name), None)
-    building = [m.collection for m in every if m.state == "BUILDING" and m.collection != name]
+    building = [m.collection for m in every if m.state == CollectionState.BUILDING and m.collection != name]
     if building:
         raise ValidationError(
             "collection",
@@ -286,7 +289,7 @@ def _check_target(meta: IndexMeta, every: Sequence[IndexMeta]) -> bool:
         )
     if existing is None:
         return False
-    if existing.state != "BUILDING":
+    if existing.state != CollectionState.BUILDING:
         raise ValidationError(
             "collection", f"collection {name!r} already exists ({existing.state}); reindex into a new name"
         )
@@ -300,7 +303,7 @@ def _check_target(meta: IndexMeta, every: Sequence[IndexMeta]) -> bool:
 
 
 def reindex_into(
-    store: SqlTruthStore,
+    store: TruthStore,
     index: VectorIndex,
     meta: IndexMeta,
     builder: CollectionBuilder,
@@ -326,7 +329,7 @@ def reindex_into(
     name = meta.collection
     every = store.list_index_meta()
     resumed = _check_target(meta, every)
-    previous = next((m.collection for m in every if m.state == "ACTIVE"), None)
+    previous = next((m.collection for m in every if m.state == CollectionState.ACTIVE), None)
     report = ReindexReport(
         collection=name, previous=previous, dense_fingerprint=meta.dense_fingerprint, resumed=resumed
     )
@@ -370,7 +373,7 @@ def reindex_into(
         1
         for b in builder.buckets()
         for statuses in store.expected_points(b).values()
-        if statuses.get("dense") == IndexStatus.SUCCESS
+        if statuses.get(VectorKind.DENSE) == IndexStatus.SUCCESS
     )
     if report.points < report.expected_points:  # the last pass found nothing missing: a broken index
         raise IntegrityError(

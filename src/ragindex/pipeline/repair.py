@@ -30,14 +30,16 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from ragindex.clock import utcnow
 from ragindex.errors import NotFoundError, ValidationError
 from ragindex.index.protocol import VectorIndex
 from ragindex.pipeline.indexer import Indexer, StageResult
 from ragindex.pipeline.manage import purge_rows
 from ragindex.pipeline.reindex import CollectionBuilder
+from ragindex.store.protocol import TruthStore
 from ragindex.store.records import IndexMeta
-from ragindex.store.sql import SqlTruthStore, utcnow
 from ragindex.store.states import IndexStatus, Lifecycle, RunStatus
+from ragindex.types import VectorKind
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +144,7 @@ class RepairReport:
 
 
 def index_chunks(
-    store: SqlTruthStore,
+    store: TruthStore,
     indexer: Indexer,
     *,
     chunk_ids: Sequence[str] | None = None,
@@ -193,7 +195,7 @@ class Repairer:
 
     def __init__(
         self,
-        store: SqlTruthStore,
+        store: TruthStore,
         index: VectorIndex,
         indexer: Indexer | None,
         kinds: Sequence[str],
@@ -235,7 +237,7 @@ class Repairer:
         The index is read before the truth store: a point written concurrently always has its
         truth row first, so it is never taken for an orphan.
         """
-        sparse = [k for k in self.kinds if k != "dense"]
+        sparse = [k for k in self.kinds if k != VectorKind.DENSE]
         for bucket in self._buckets(collection):
             present = self.index.vectors_present(collection, bucket)
             expected = self.store.expected_points(bucket)
@@ -255,7 +257,7 @@ class Repairer:
             }
             report.orphans += len(orphans)
             report.sample("orphans", orphans)
-            report.missing["dense"] += len(no_point)
+            report.missing[VectorKind.DENSE] += len(no_point)
             report.sample("missing_dense", no_point)
             for kind, ids in no_vector.items():
                 report.missing[kind] += len(ids)
@@ -389,7 +391,7 @@ class Repairer:
 
 
 def reset_for_reindex(
-    store: SqlTruthStore,
+    store: TruthStore,
     kinds: Sequence[str],
     chunk_ids: Sequence[str] | None,
     *,
@@ -419,7 +421,7 @@ def reset_for_reindex(
 
 
 def explicit_reindex(
-    store: SqlTruthStore,
+    store: TruthStore,
     indexer: Callable[[], Indexer],
     kinds: Sequence[str],
     chunk_ids: Sequence[str] | None,

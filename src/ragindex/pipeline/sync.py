@@ -19,14 +19,15 @@ from typing import Any
 
 from ragindex.chunking.protocol import Chunker
 from ragindex.errors import DocumentTooLargeError, InputError, RagindexError
+from ragindex.hashing import sha256_text
 from ragindex.index.routing import bucket_of
 from ragindex.loaders.registry import LoaderRegistry
 from ragindex.pipeline import faults
 from ragindex.pipeline.indexer import Indexer, StageResult
+from ragindex.store.protocol import TruthStore
 from ragindex.store.records import NewDocument
-from ragindex.store.sql import SqlTruthStore, sha256_text
 from ragindex.store.states import RunStatus, Stage
-from ragindex.types import Document
+from ragindex.types import Document, VectorKind
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,7 @@ class SourceSync:
 
     def __init__(
         self,
-        store: SqlTruthStore,
+        store: TruthStore,
         indexer: Callable[[], Indexer],
         loaders: LoaderRegistry,
         chunker: Callable[[], Chunker],
@@ -330,7 +331,9 @@ class SourceSync:
 
     def _start_run(self, doc_id: int, job_id: str | None) -> int:
         kinds = self.kinds
-        return self.store.start_run(doc_id, job_id=job_id, bm25="bm25" in kinds, sparse="sparse" in kinds)
+        return self.store.start_run(
+            doc_id, job_id=job_id, bm25=VectorKind.BM25 in kinds, sparse=VectorKind.SPARSE in kinds
+        )
 
     def _record_failure(self, path: Path, user_id: int, set_id: int, exc: RagindexError, report: IngestReport) -> None:
         """A file that could not be loaded becomes a FAILED document with its error; the run goes on."""

@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragindex.index.protocol import VectorIndex
-from ragindex.store.sql import SqlTruthStore
+from ragindex.store.protocol import ChunkStore
+from ragindex.store.states import IndexStatus
+from ragindex.types import VectorKind
 
 
 @dataclass
@@ -62,12 +64,12 @@ class VerifyReport:
 
 
 def verify(
-    store: SqlTruthStore, index: VectorIndex, collection: str | None, bucket_count: int, sparse_kinds: Sequence[str]
+    store: ChunkStore, index: VectorIndex, collection: str | None, bucket_count: int, sparse_kinds: Sequence[str]
 ) -> VerifyReport:
     """Compare the truth store with the index (read-only)."""
     if collection is None:
         return VerifyReport(collection=None, buckets=[])
-    kinds = ("dense", *sparse_kinds)
+    kinds = (VectorKind.DENSE, *sparse_kinds)
     buckets = sorted(set(store.buckets_in_use()) | {b for b in range(bucket_count) if index.has_bucket(collection, b)})
     reports = []
     for bucket in buckets:
@@ -78,10 +80,10 @@ def verify(
             report.missing[kind] = sorted(
                 cid
                 for cid, statuses in expected.items()
-                if statuses.get(kind) == "SUCCESS" and kind not in present.get(cid, frozenset())
+                if statuses.get(kind) == IndexStatus.SUCCESS and kind not in present.get(cid, frozenset())
             )
             report.unfinished[kind] = sum(
-                1 for statuses in expected.values() if statuses.get(kind) not in (None, "SUCCESS")
+                1 for statuses in expected.values() if statuses.get(kind) not in (None, IndexStatus.SUCCESS)
             )
         report.orphans = sorted(cid for cid in present if cid not in expected)
         reports.append(report)

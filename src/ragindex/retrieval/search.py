@@ -27,9 +27,9 @@ from ragindex.index.protocol import TenantFilter, VectorIndex, VectorQuery
 from ragindex.index.routing import bucket_of
 from ragindex.retrieval.fusion import FUSIONS, Fused, fuse
 from ragindex.retrieval.rerank import Reranker
+from ragindex.store.protocol import ChunkStore
 from ragindex.store.records import ChunkView
-from ragindex.store.sql import SqlTruthStore
-from ragindex.types import Hit, SearchMode, SearchResult, SourceScore
+from ragindex.types import Hit, SearchMode, SearchResult, SourceScore, VectorKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +132,7 @@ class Retriever:
 
     def __init__(
         self,
-        store: SqlTruthStore,
+        store: ChunkStore,
         index: Callable[[], VectorIndex],
         collection: Callable[[], str | None],
         dense: Callable[[], DenseEncoder],
@@ -158,12 +158,12 @@ class Retriever:
     def sources_for(self, mode: SearchMode) -> tuple[str, ...]:
         """Which sources a mode queries (hybrid: dense plus every enabled sparse source)."""
         if mode == SearchMode.HYBRID:
-            return ("dense", *self.sparse)
+            return (VectorKind.DENSE, *self.sparse)
         source = mode.value
-        if source != "dense" and source not in self.sparse:
+        if source != VectorKind.DENSE and source not in self.sparse:
             raise RetrievalConfigurationError(
                 f"{source} search is not enabled; "
-                + ("set RAGINDEX_BM25_ENABLED=true" if source == "bm25" else "configure a sparse provider")
+                + ("set RAGINDEX_BM25_ENABLED=true" if source == VectorKind.BM25 else "configure a sparse provider")
                 + " and re-index",
                 source=source,
             )
@@ -180,7 +180,7 @@ class Retriever:
         if collection is None:
             return SearchResult(hits=(), latency_ms={"total": _ms(started)}, mode=request.mode.value)
 
-        if "dense" in sources:  # the first query of a process loads the model: report it as its own phase
+        if VectorKind.DENSE in sources:  # the first query of a process loads the model: report it as its own phase
             t0 = time.perf_counter()
             _ = self._dense().dimension
             if (load := _ms(t0)) > 1.0:
@@ -270,8 +270,8 @@ class Retriever:
         out: dict[str, VectorQuery] = {}
         for source in sources:
             try:
-                if source == "dense":
-                    out[source] = VectorQuery(using="dense", dense=self._dense().encode_queries([query])[0])
+                if source == VectorKind.DENSE:
+                    out[source] = VectorQuery(using=VectorKind.DENSE, dense=self._dense().encode_queries([query])[0])
                 else:
                     out[source] = VectorQuery(using=source, sparse=self.sparse[source].encode_queries([query])[0])
             except RetrievalConfigurationError:

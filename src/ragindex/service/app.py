@@ -23,6 +23,7 @@ from ragindex.service.page import router as page_router
 from ragindex.service.queue import IngestQueue
 from ragindex.service.routes import admin, chunks, documents, health, jobs, search
 from ragindex.service.settings import ServiceSettings
+from ragindex.service.store import SqlServiceStore
 from ragindex.service.uploads import BodyLimitMiddleware
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,9 @@ def _start(settings: Settings, service: ServiceSettings) -> ServiceState:
     engine = ServiceEngine(
         settings, query_batch_max=service.query_batch_max, query_torch_threads=service.query_torch_threads
     )
+    store = None
     try:
+        store = SqlServiceStore(settings.resolved_database_url)
         _ = engine.index  # take ownership of the shards now: a second owner fails at start, not on a request
         if service.warm_up:
             _warm_up(engine)
@@ -48,6 +51,7 @@ def _start(settings: Settings, service: ServiceSettings) -> ServiceState:
         ingest_queue = IngestQueue.from_settings(service) if service.queue_url else None
         runner = JobRunner(
             engine,
+            store,
             torch_threads=service.job_torch_threads,
             on_done=lambda job, report: metrics_ref[0].job_done(job, report) if metrics_ref else None,
             dispatch=ingest_queue.enqueue if ingest_queue is not None else None,
@@ -60,6 +64,7 @@ def _start(settings: Settings, service: ServiceSettings) -> ServiceState:
             settings=engine.settings,
             service=service,
             engine=engine,
+            store=store,
             jobs=runner,
             metrics=metrics,
             blob_root=blob_root,
@@ -72,6 +77,8 @@ def _start(settings: Settings, service: ServiceSettings) -> ServiceState:
             runner.start()
     except BaseException:
         engine.close()
+        if store is not None:
+            store.close()
         raise
     return state
 
@@ -88,6 +95,7 @@ def _stop(state: ServiceState) -> None:
     if not state.jobs.stop(state.service.job_shutdown_seconds):
         log.warning("a job is still running at shutdown; it is re-queued when the service starts again")
     state.engine.close()
+    state.store.close()
     ingest_queue = state.extra.get("queue")
     if isinstance(ingest_queue, IngestQueue):
         ingest_queue.close()

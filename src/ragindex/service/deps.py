@@ -16,6 +16,7 @@ from ragindex.service.jobs import JobRunner
 from ragindex.service.keys import Principal, authenticate
 from ragindex.service.metrics import Metrics
 from ragindex.service.settings import ServiceSettings
+from ragindex.service.store import ServiceStore
 
 
 @dataclass
@@ -25,6 +26,7 @@ class ServiceState:
     settings: Settings
     service: ServiceSettings
     engine: ServiceEngine
+    store: ServiceStore
     jobs: JobRunner
     metrics: Metrics
     blob_root: Path
@@ -59,7 +61,7 @@ def get_principal(
     """The tenant and role of the request's ``Authorization: Bearer`` key (401 without a valid one)."""
     if credentials is None:
         raise AuthenticationError("missing API key: send `Authorization: Bearer <key>`")
-    principal = authenticate(state.engine.store, credentials.credentials)
+    principal = authenticate(state.store, credentials.credentials)
     if principal is None:
         raise AuthenticationError("invalid or revoked API key")
     return principal

@@ -19,7 +19,8 @@ from typing import Any
 
 import httpx
 
-from ragindex.store.sql import JobRow
+from ragindex.service.job_state import JobState
+from ragindex.service.store import JobRow
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +32,7 @@ def parse_result(job: JobRow) -> dict[str, Any]:
     report = job.report or {}
     event: dict[str, Any] = {
         "event": EVENT,
-        "status": "success" if job.status == "succeeded" else "failed",
+        "status": "success" if job.status == JobState.SUCCEEDED else "failed",
         "job_id": job.job_id,
         "user_id": job.user_id,
         "set_id": job.set_id,

@@ -14,25 +14,16 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from ragindex.engine import Engine
 from ragindex.pipeline.sync import IngestReport
 from ragindex.service.executor import set_torch_threads
-from ragindex.store.sql import JobRow
+from ragindex.service.job_state import JobState, outcome
+from ragindex.service.store import JobRow, JobStore
 
 log = logging.getLogger(__name__)
-
-
-class JobStatus(StrEnum):
-    """Job states as stored and as the API shows them."""
-
-    QUEUED = "queued"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
 
 
 JobDone = Callable[[JobRow, IngestReport | None], None]
@@ -44,6 +35,7 @@ class JobRunner:
 
     Args:
         engine: The service's engine.
+        store: Where jobs are recorded (the service's own store).
         torch_threads: torch threads of the job thread.
         on_done: Called after each job (metrics).
     """
@@ -51,6 +43,7 @@ class JobRunner:
     def __init__(
         self,
         engine: Engine,
+        store: JobStore,
         *,
         torch_threads: int = 1,
         on_done: JobDone | None = None,
@@ -58,7 +51,7 @@ class JobRunner:
     ) -> None:
         self.dispatch = dispatch  # set: jobs go to the broker's workers (ragindex.service.queue), none run here
         self.engine = engine
-        self.store = engine.store
+        self.store = store
         self.torch_threads = torch_threads
         self.on_done = on_done
         self._queue: queue.Queue[str | None] = queue.Queue()
@@ -70,9 +63,9 @@ class JobRunner:
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
         """Re-queue jobs a previous process left unfinished, then start the job thread."""
-        for job in self.store.jobs_with_status([JobStatus.RUNNING, JobStatus.QUEUED]):
+        for job in self.store.jobs_with_status([JobState.RUNNING, JobState.QUEUED]):
             log.info("re-queueing unfinished job %s", job.job_id)
-            self.store.set_job_status(job.job_id, JobStatus.QUEUED)
+            self.store.set_job_status(job.job_id, JobState.QUEUED)
             self._queue.put(job.job_id)
         self._thread = threading.Thread(target=self._loop, name="ragindex-jobs", daemon=True)
         self._thread.start()
@@ -99,7 +92,7 @@ class JobRunner:
             user_id=user_id,
             set_id=set_id,
             kind="ingest",
-            status=JobStatus.QUEUED,
+            status=JobState.QUEUED,
             files=[str(f) for f in files],
         )
         if self.dispatch is not None:
@@ -107,7 +100,7 @@ class JobRunner:
                 self.dispatch(job_id, user_id, set_id, files)
             except Exception as exc:
                 message = getattr(exc, "message", None) or str(exc)
-                self.store.set_job_status(job_id, JobStatus.FAILED, finished=True, error=message)
+                self.store.set_job_status(job_id, JobState.FAILED, finished=True, error=message)
                 raise
             return job_id
         self._queue.put(job_id)
@@ -133,12 +126,12 @@ class JobRunner:
 
     def _run(self, job_id: str) -> None:
         job = self.store.get_job(job_id)
-        if job.status not in (JobStatus.QUEUED, JobStatus.RUNNING):
+        if job.status not in (JobState.QUEUED, JobState.RUNNING):
             return
         self.current = job_id
         with self._lock:
             self._progress[job_id] = {"files": {"total": len(job.files), "done": 0}, "indexed": {}, "stage": None}
-        self.store.set_job_status(job_id, JobStatus.RUNNING, started=True)
+        self.store.set_job_status(job_id, JobState.RUNNING, started=True)
         started = time.perf_counter()
         report: IngestReport | None = None
         try:
@@ -153,21 +146,10 @@ class JobRunner:
         except Exception as exc:
             log.warning("job %s failed: %s", job_id, exc)
             message = getattr(exc, "message", None) or str(exc)
-            self.store.set_job_status(job_id, JobStatus.FAILED, finished=True, error=f"{type(exc).__name__}: {message}")
+            self.store.set_job_status(job_id, JobState.FAILED, finished=True, error=f"{type(exc).__name__}: {message}")
         else:
-            failed = bool(report.failures) or report.chunks.get("failed", 0) > 0
-            error = None
-            if report.failures:
-                error = "; ".join(f"{Path(f['source']).name}: {f['error']}" for f in report.failures[:5])
-            elif failed:
-                error = f"{report.chunks['failed']} chunks failed to index; `ragindex repair` retries them"
-            self.store.set_job_status(
-                job_id,
-                JobStatus.FAILED if failed else JobStatus.SUCCEEDED,
-                finished=True,
-                report=report.to_dict(),
-                error=error,
-            )
+            state, error = outcome(report)
+            self.store.set_job_status(job_id, state, finished=True, report=report.to_dict(), error=error)
         finally:
             self.current = None
             with self._lock:

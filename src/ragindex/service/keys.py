@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragindex.errors import NotFoundError, ValidationError
-from ragindex.store.sql import ApiKeyRow, SqlTruthStore
+from ragindex.service.store import ApiKeyRow, ApiKeyStore
 
 KEY_PREFIX = "rgx_"
 DISPLAY_CHARS = 12
@@ -33,7 +33,7 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
-def create_key(store: SqlTruthStore, *, user_id: int, admin: bool = False, name: str | None = None) -> dict[str, Any]:
+def create_key(store: ApiKeyStore, *, user_id: int, admin: bool = False, name: str | None = None) -> dict[str, Any]:
     """Create a key for ``user_id``; the returned ``key`` is the only time the secret exists outside the caller."""
     if user_id <= 0:
         raise ValidationError("user_id", f"must be a positive integer; got {user_id}")
@@ -44,7 +44,7 @@ def create_key(store: SqlTruthStore, *, user_id: int, admin: bool = False, name:
     return {"key": key, "key_id": key_id, "prefix": prefix, "user_id": user_id, "admin": admin, "name": name}
 
 
-def authenticate(store: SqlTruthStore, key: str) -> Principal | None:
+def authenticate(store: ApiKeyStore, key: str) -> Principal | None:
     """The principal of an un-revoked key, or None (unknown, malformed or revoked)."""
     if not key.startswith(KEY_PREFIX) or len(key) > 200:
         return None
@@ -67,7 +67,7 @@ def describe(row: ApiKeyRow) -> dict[str, Any]:
     }
 
 
-def revoke_key(store: SqlTruthStore, key_id: str) -> None:
+def revoke_key(store: ApiKeyStore, key_id: str) -> None:
     """Revoke a key; NotFoundError when no active key has this id."""
     if not store.revoke_api_key(key_id):
         raise NotFoundError(f"no active API key with id {key_id!r}", key_id=key_id)

@@ -19,7 +19,8 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ragindex.pipeline.sync import IngestReport
-from ragindex.store.sql import JobRow, SqlTruthStore
+from ragindex.service.store import JobRow
+from ragindex.store.protocol import ChunkStore
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +30,7 @@ _BUCKETS = (0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 1.0, 2.5, 5
 class _StoreCollector(Collector):
     """Chunks per status and job queue gauges, computed at scrape time."""
 
-    def __init__(self, store: SqlTruthStore, kinds: tuple[str, ...], jobs: Callable[[], tuple[int, bool]]) -> None:
+    def __init__(self, store: ChunkStore, kinds: tuple[str, ...], jobs: Callable[[], tuple[int, bool]]) -> None:
         self.store = store
         self.kinds = kinds
         self.jobs = jobs
@@ -59,7 +60,7 @@ class Metrics:
         jobs: Returns (queued jobs, whether a job runs).
     """
 
-    def __init__(self, store: SqlTruthStore, kinds: tuple[str, ...], jobs: Callable[[], tuple[int, bool]]) -> None:
+    def __init__(self, store: ChunkStore, kinds: tuple[str, ...], jobs: Callable[[], tuple[int, bool]]) -> None:
         self.registry = CollectorRegistry()
         self.latency = Histogram(
             "ragindex_http_request_duration_seconds",

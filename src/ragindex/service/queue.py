@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 
 from ragindex.errors import BackendError, ConfigurationError, NotFoundError
 from ragindex.service.events import Webhook, parse_result
+from ragindex.service.job_state import JobState, outcome
 from ragindex.service.settings import ServiceSettings
 
 if TYPE_CHECKING:
@@ -41,8 +42,7 @@ if TYPE_CHECKING:
 
     from ragindex.config.settings import Settings
     from ragindex.engine import Engine
-    from ragindex.pipeline.sync import IngestReport
-    from ragindex.store.sql import SqlTruthStore
+    from ragindex.service.store import JobStore
 
 log = logging.getLogger(__name__)
 
@@ -119,16 +119,16 @@ class IngestQueue:
 
 
 def submit_ingest(
-    store: SqlTruthStore, queue: IngestQueue, *, job_id: str, user_id: int, set_id: int, paths: Sequence[str | Path]
+    store: JobStore, queue: IngestQueue, *, job_id: str, user_id: int, set_id: int, paths: Sequence[str | Path]
 ) -> str:
     """Record a queued job row, then enqueue it (a broker failure marks the row failed and raises)."""
     store.create_job(
-        job_id, user_id=user_id, set_id=set_id, kind="ingest", status="queued", files=[str(p) for p in paths]
+        job_id, user_id=user_id, set_id=set_id, kind="ingest", status=JobState.QUEUED, files=[str(p) for p in paths]
     )
     try:
         queue.enqueue(job_id, user_id, set_id, paths)
     except BackendError as exc:
-        store.set_job_status(job_id, "failed", finished=True, error=exc.message)
+        store.set_job_status(job_id, JobState.FAILED, finished=True, error=exc.message)
         raise
     return job_id
 
@@ -138,13 +138,14 @@ class JobHandler:
 
     Args:
         engine: The worker's engine (shared truth store + shared Qdrant).
+        store: Where jobs are recorded (the service's own store, in the shared database).
         broker: Where the result events go.
         service: Queue, webhook and time-limit settings.
     """
 
-    def __init__(self, engine: Engine, broker: Broker, service: ServiceSettings) -> None:
+    def __init__(self, engine: Engine, broker: Broker, service: ServiceSettings, store: JobStore) -> None:
         self.engine = engine
-        self.store = engine.store
+        self.store = store
         self.broker = broker
         self.result_queue = service.result_queue
         self.webhook = (
@@ -160,10 +161,10 @@ class JobHandler:
         except NotFoundError:
             # a task sent by another system without a job row: record it now
             self.store.create_job(
-                job_id, user_id=user_id, set_id=set_id, kind="ingest", status="queued", files=list(paths)
+                job_id, user_id=user_id, set_id=set_id, kind="ingest", status=JobState.QUEUED, files=list(paths)
             )
             job = self.store.get_job(job_id)
-        if job.status in ("succeeded", "failed"):
+        if job.status in (JobState.SUCCEEDED, JobState.FAILED):
             log.info("job %s was already %s: acknowledged, not run again", job_id, job.status)
             self.publish(parse_result(job))
             return
@@ -173,7 +174,7 @@ class JobHandler:
     def _run(self, job_id: str, user_id: int, set_id: int, files: list[str]) -> None:
         from dramatiq.middleware.time_limit import TimeLimitExceeded
 
-        self.store.set_job_status(job_id, "running", started=True)
+        self.store.set_job_status(job_id, JobState.RUNNING, started=True)
         started = time.perf_counter()
         try:
             report = self.engine.ingest(
@@ -182,7 +183,7 @@ class JobHandler:
         except (Exception, TimeLimitExceeded) as exc:
             message = getattr(exc, "message", None) or str(exc) or "time limit exceeded"
             log.warning("job %s failed: %s: %s", job_id, type(exc).__name__, message)
-            self.store.set_job_status(job_id, "failed", finished=True, error=f"{type(exc).__name__}: {message}")
+            self.store.set_job_status(job_id, JobState.FAILED, finished=True, error=f"{type(exc).__name__}: {message}")
         else:
             status, error = outcome(report)
             self.store.set_job_status(job_id, status, finished=True, report=report.to_dict(), error=error)
@@ -198,15 +199,6 @@ class JobHandler:
         """Close the webhook client."""
         if self.webhook is not None:
             self.webhook.close()
-
-
-def outcome(report: IngestReport) -> tuple[str, str | None]:
-    """The job status and error of an ingest report (any failed file or chunk fails the job)."""
-    if report.failures:
-        return "failed", "; ".join(f"{Path(f['source']).name}: {f['error']}" for f in report.failures[:5])
-    if report.chunks.get("failed", 0) > 0:
-        return "failed", f"{report.chunks['failed']} chunks failed to index; `ragindex repair` retries them"
-    return "succeeded", None
 
 
 def run_worker(
@@ -225,16 +217,18 @@ def run_worker(
     from dramatiq import Actor, Worker
 
     from ragindex.engine import Engine
+    from ragindex.service.store import SqlServiceStore
 
     if not service.queue_url:
         raise ConfigurationError("`ragindex worker` needs RAGINDEX_QUEUE_URL (redis://... or amqp://...)")
     queue_name = queue_name or service.queue_name
     broker = build_broker(service.queue_url)
     engine = Engine(settings)
+    jobs = SqlServiceStore(settings.resolved_database_url)
     handler: JobHandler | None = None
     try:
         _ = engine.index, engine.dense, engine.chunker  # open the index now; threads share these objects
-        handler = JobHandler(engine, broker, service)
+        handler = JobHandler(engine, broker, service, jobs)
         Actor(
             handler,
             broker=broker,
@@ -259,4 +253,5 @@ def run_worker(
         if handler is not None:
             handler.close()
         broker.close()
+        jobs.close()
         engine.close()

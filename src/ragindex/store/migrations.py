@@ -9,14 +9,14 @@ too and create it here only when the inspector does not see it yet.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, Engine, inspect, select, text
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
+from ragindex.clock import utcnow
 from ragindex.errors import StoreError
 from ragindex.store import schema
 
@@ -67,39 +67,29 @@ def m002_mysql_exact_keys_and_times(conn: Connection) -> None:
             conn.execute(text(f"ALTER TABLE {table.name} {changes}"))
 
 
-def m003_jobs(conn: Connection) -> None:
-    """Ingest jobs of the HTTP service (status, files, report), scoped to a tenant."""
-    schema.metadata.create_all(conn, tables=[schema.jobs], checkfirst=True)
-
-
-def m004_api_keys(conn: Connection) -> None:
-    """Per-tenant API keys of the HTTP service (sha256 of the key and a display prefix only)."""
-    schema.metadata.create_all(conn, tables=[schema.api_keys], checkfirst=True)
-
-
+# The truth store's steps. The HTTP service's tables (jobs, API keys) have their own steps in
+# ragindex.service.schema, recorded in the same schema_migrations table.
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("m001_initial_schema", m001_initial_schema),
     ("m002_mysql_exact_keys_and_times", m002_mysql_exact_keys_and_times),
-    ("m003_jobs", m003_jobs),
-    ("m004_api_keys", m004_api_keys),
 )
 
 
-def apply_migrations(engine: Engine) -> list[str]:
-    """Apply every migration not yet recorded, in order; return the names applied now.
+def apply_migrations(engine: Engine, migrations: Sequence[tuple[str, Migration]] = MIGRATIONS) -> list[str]:
+    """Apply every step of ``migrations`` not yet recorded, in order; return the names applied now.
 
     Processes that open a new database at the same time (workers starting together) are
     serialised by a database lock (an advisory lock on PostgreSQL, ``GET_LOCK`` on MySQL/MariaDB,
     the write lock on SQLite), so each step runs once and nobody reads a half-made schema.
     An up-to-date database costs one query and takes no lock.
     """
-    if _recorded(engine) >= {name for name, _ in MIGRATIONS}:
+    if _recorded(engine) >= {name for name, _ in migrations}:
         return []
     applied_now: list[str] = []
     with engine.connect() as conn, _migration_lock(conn):
         with _step(conn):
             schema.schema_migrations.create(conn, checkfirst=True)
-        for name, step in MIGRATIONS:
+        for name, step in migrations:
             with _step(conn):
                 done = conn.execute(
                     select(schema.schema_migrations.c.name).where(schema.schema_migrations.c.name == name)
@@ -107,7 +97,7 @@ def apply_migrations(engine: Engine) -> list[str]:
                 if done:
                     continue
                 step(conn)
-                conn.execute(schema.schema_migrations.insert().values(name=name, applied_at=_utcnow()))
+                conn.execute(schema.schema_migrations.insert().values(name=name, applied_at=utcnow()))
                 applied_now.append(name)
     return applied_now
 
@@ -167,7 +157,3 @@ def _migration_lock(conn: Connection) -> Iterator[None]:
 def has_table(engine: Engine, name: str) -> bool:
     """Whether ``name`` exists (used by status commands on a data dir that was never initialised)."""
     return inspect(engine).has_table(name)
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)

@@ -41,7 +41,7 @@ Timestamp = DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
 MYSQL_CHARSET = "utf8mb4"
 MYSQL_COLLATION = "utf8mb4_bin"
 # the option prefix is the dialect's name: "mysql" for mysql:// URLs (also on MariaDB), "mariadb" for mariadb://
-_TABLE_OPTIONS: dict[str, Any] = {
+TABLE_OPTIONS: dict[str, Any] = {
     f"{dialect}_{option}": value
     for dialect in ("mysql", "mariadb")
     for option, value in (("charset", MYSQL_CHARSET), ("collate", MYSQL_COLLATION))
@@ -52,7 +52,7 @@ schema_migrations = Table(
     metadata,
     Column("name", String(128), primary_key=True),
     Column("applied_at", Timestamp, nullable=False),
-    **_TABLE_OPTIONS,
+    **TABLE_OPTIONS,
 )
 
 documents = Table(
@@ -80,7 +80,7 @@ documents = Table(
     UniqueConstraint("user_id", "set_id", "source_key", name="uq_documents_source"),
     Index("ix_documents_file", "user_id", "set_id", "file_key"),
     Index("ix_documents_tenant", "user_id", "set_id", "lifecycle_status"),
-    **_TABLE_OPTIONS,
+    **TABLE_OPTIONS,
 )
 
 chunks = Table(
@@ -120,7 +120,7 @@ chunks = Table(
     Index("ix_chunks_bm25", "bm25_status", "lifecycle_status"),
     Index("ix_chunks_sparse", "sparse_status", "lifecycle_status"),
     Index("ix_chunks_bucket", "bucket_id", "lifecycle_status"),
-    **_TABLE_OPTIONS,
+    **TABLE_OPTIONS,
 )
 
 pipeline_runs = Table(
@@ -148,7 +148,7 @@ pipeline_runs = Table(
     Index("ix_runs_doc", "doc_id"),
     Index("ix_runs_job", "job_id"),
     Index("ix_runs_status", "status"),
-    **_TABLE_OPTIONS,
+    **TABLE_OPTIONS,
 )
 
 embedding_cache = Table(
@@ -159,7 +159,7 @@ embedding_cache = Table(
     Column("dim", Integer, nullable=False),
     Column("vector", LongBlob, nullable=False),
     Column("created_at", Timestamp, nullable=False),
-    **_TABLE_OPTIONS,
+    **TABLE_OPTIONS,
 )
 
 index_meta = Table(
@@ -175,40 +175,5 @@ index_meta = Table(
     Column("chunker_config", JSON),
     Column("created_at", Timestamp, nullable=False),
     Column("updated_at", Timestamp, nullable=False),
-    **_TABLE_OPTIONS,
-)
-
-# --- the HTTP service: ingest jobs (m003) and per-tenant API keys (m004) ---------------------------
-jobs = Table(
-    "jobs",
-    metadata,
-    Column("job_id", String(64), primary_key=True),
-    Column("user_id", BigInteger, nullable=False),
-    Column("set_id", BigInteger, nullable=False),
-    Column("kind", String(16), nullable=False),
-    Column("status", String(16), nullable=False),
-    Column("files", JSON),
-    Column("report", JSON),
-    Column("error", Text),
-    Column("created_at", Timestamp, nullable=False),
-    Column("started_at", Timestamp),
-    Column("finished_at", Timestamp),
-    Index("ix_jobs_tenant", "user_id", "created_at"),
-    Index("ix_jobs_status", "status"),
-    **_TABLE_OPTIONS,
-)
-
-api_keys = Table(
-    "api_keys",
-    metadata,
-    Column("key_id", String(32), primary_key=True),
-    Column("key_hash", String(64), nullable=False),
-    Column("prefix", String(16), nullable=False),
-    Column("user_id", BigInteger, nullable=False),
-    Column("is_admin", Integer, nullable=False, default=0),
-    Column("name", String(255)),
-    Column("created_at", Timestamp, nullable=False),
-    Column("revoked_at", Timestamp),
-    UniqueConstraint("key_hash", name="uq_api_keys_hash"),
-    **_TABLE_OPTIONS,
+    **TABLE_OPTIONS,
 )

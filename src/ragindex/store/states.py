@@ -67,3 +67,11 @@ def check_transition(current: IndexStatus, target: IndexStatus, *, chunk_id: str
         raise IllegalTransitionError(
             f"illegal chunk state transition {current} -> {target}", chunk_id=chunk_id, current=current, target=target
         )
+
+
+class CollectionState(StrEnum):
+    """Lifecycle of a collection (an index copy): built, read, then retired by a reindex."""
+
+    BUILDING = "BUILDING"
+    ACTIVE = "ACTIVE"
+    RETIRED = "RETIRED"

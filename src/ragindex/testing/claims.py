@@ -5,13 +5,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ragindex.store.protocol import ClaimStore
 from ragindex.store.records import Claim
-from ragindex.store.sql import SqlTruthStore
+from ragindex.types import VectorKind
 
 APPROACHES = ("claim", "claim_next")
 
 
-def drain_claims(store: SqlTruthStore, approach: str, batch: int) -> dict[str, Any]:
+def drain_claims(store: ClaimStore, approach: str, batch: int) -> dict[str, Any]:
     """Claim -> mark_success dense batches until nothing is pending; report what this worker got.
 
     ``claim``: ``pending_chunks`` then the compare-and-set ``claim`` (concurrent selections overlap);
@@ -26,17 +27,17 @@ def drain_claims(store: SqlTruthStore, approach: str, batch: int) -> dict[str, A
     while True:
         claim: Claim
         if approach == "claim_next":
-            claim = store.claim_next("dense", batch)
+            claim = store.claim_next(VectorKind.DENSE, batch)
             if not claim.chunk_ids:
                 empty += 1
-                if not store.pending_chunks("dense", limit=1):
+                if not store.pending_chunks(VectorKind.DENSE, limit=1):
                     break
                 continue
         else:
-            rows = store.pending_chunks("dense", limit=batch)
+            rows = store.pending_chunks(VectorKind.DENSE, limit=batch)
             if not rows:
                 break
-            claim = store.claim("dense", [r.chunk_id for r in rows])
+            claim = store.claim(VectorKind.DENSE, [r.chunk_id for r in rows])
             if not claim.chunk_ids:
                 empty += 1
                 continue

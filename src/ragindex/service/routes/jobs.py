@@ -21,8 +21,7 @@ def _iso(value: datetime | None) -> str | None:
 @router.get("/jobs/{job_id}")
 def get_job(job_id: Annotated[str, PathParam(max_length=64)], state: StateDep, caller: CallerDep) -> dict[str, Any]:
     """A job of the key's tenant: status, live progress, each document's pipeline run, and the report when done."""
-    store = state.engine.store
-    job = store.get_job(job_id, user_id=caller.user_id)
+    job = state.store.get_job(job_id, user_id=caller.user_id)
     runs = [
         {
             "doc_id": r.doc_id,
@@ -34,7 +33,7 @@ def get_job(job_id: Annotated[str, PathParam(max_length=64)], state: StateDep, c
             "chunk_count": r.chunk_count,
             "error": r.error,
         }
-        for r in reversed(store.runs(job_id=job_id))
+        for r in reversed(state.engine.store.runs(job_id=job_id))
     ]
     return {
         "job_id": job.job_id,

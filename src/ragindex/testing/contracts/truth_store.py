@@ -18,6 +18,7 @@ the embedding cache, index metadata, pipeline runs, and text that is long or not
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import timedelta
@@ -26,14 +27,39 @@ from typing import Any
 import numpy as np
 import pytest
 
+from ragindex.clock import utcnow
 from ragindex.errors import IllegalTransitionError, NotFoundError
+from ragindex.hashing import sha256_text
+from ragindex.store import protocol
 from ragindex.store.migrations import MIGRATIONS, apply_migrations
 from ragindex.store.records import Claim, IndexMeta, NewDocument
-from ragindex.store.sql import SqlTruthStore, sha256_text, utcnow
+from ragindex.store.sql import SqlTruthStore
 from ragindex.store.states import IndexStatus, Lifecycle, RunStatus, Stage, check_transition
 from ragindex.types import ChunkDraft
 
 PENDING, INDEXING, SUCCESS, FAILED = (str(s) for s in IndexStatus)
+ROLES: tuple[type, ...] = (
+    protocol.DocumentStore,
+    protocol.RunStore,
+    protocol.ChunkStore,
+    protocol.ClaimStore,
+    protocol.CollectionStore,
+    protocol.EmbeddingCacheStore,
+    protocol.TruthStore,
+)
+
+
+def protocol_members(role: type) -> set[str]:
+    """The public names a Protocol declares, its bases' included (methods and attributes)."""
+    names: set[str] = set()
+    for klass in role.__mro__:
+        if klass is object or not getattr(klass, "_is_protocol", False):
+            continue
+        names |= {n for n in vars(klass) if not n.startswith("_")}
+        names |= {n for n in getattr(klass, "__annotations__", {}) if not n.startswith("_")}
+    return names
+
+
 ACTIVE, REMOVED = str(Lifecycle.ACTIVE), str(Lifecycle.REMOVED)
 
 
@@ -120,6 +146,22 @@ class TruthStoreContract:
     def store(self) -> Iterator[SqlTruthStore]:
         """A fresh, empty, migrated store; close it after the test."""
         raise NotImplementedError("a backend's test class must override the `store` fixture")
+
+    # ------------------------------------------------------------------ the seam
+    @pytest.mark.parametrize("role", ROLES, ids=lambda r: r.__name__)
+    def test_store_implements_the_role(self, store: SqlTruthStore, role: type) -> None:
+        """Every method of each role Protocol exists on the store with the Protocol's parameters.
+
+        mypy proves the same statically for the SQL store; this catches a backend that mypy does not see.
+        """
+        for name in sorted(protocol_members(role)):
+            member = getattr(store, name, None)
+            assert member is not None, f"{type(store).__name__} lacks {role.__name__}.{name}"
+            if callable(member):
+                declared = inspect.signature(getattr(role, name))
+                actual = inspect.signature(member)
+                expected = [(p.name, p.kind) for p in declared.parameters.values() if p.name != "self"]
+                assert [(p.name, p.kind) for p in actual.parameters.values()] == expected, f"{role.__name__}.{name}"
 
     # ------------------------------------------------------------------ migrations
     def test_migrations_are_idempotent(self, store: SqlTruthStore) -> None:

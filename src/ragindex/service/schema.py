@@ -1,0 +1,77 @@
+"""The HTTP service's own tables and their migrations: ingest jobs and per-tenant API keys.
+
+They live in the same database as the truth store (one URL to configure) but belong to the
+service: the chunk truth store knows nothing of HTTP. The step names are the ones these tables
+had when the truth store created them, so a database made by an earlier version is not migrated twice.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    Connection,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+from ragindex.store.migrations import Migration
+from ragindex.store.schema import TABLE_OPTIONS, Timestamp
+
+metadata = MetaData()
+
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("job_id", String(64), primary_key=True),
+    Column("user_id", BigInteger, nullable=False),
+    Column("set_id", BigInteger, nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("files", JSON),
+    Column("report", JSON),
+    Column("error", Text),
+    Column("created_at", Timestamp, nullable=False),
+    Column("started_at", Timestamp),
+    Column("finished_at", Timestamp),
+    Index("ix_jobs_tenant", "user_id", "created_at"),
+    Index("ix_jobs_status", "status"),
+    **TABLE_OPTIONS,
+)
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("key_id", String(32), primary_key=True),
+    Column("key_hash", String(64), nullable=False),
+    Column("prefix", String(16), nullable=False),
+    Column("user_id", BigInteger, nullable=False),
+    Column("is_admin", Integer, nullable=False, default=0),
+    Column("name", String(255)),
+    Column("created_at", Timestamp, nullable=False),
+    Column("revoked_at", Timestamp),
+    UniqueConstraint("key_hash", name="uq_api_keys_hash"),
+    **TABLE_OPTIONS,
+)
+
+
+def m003_jobs(conn: Connection) -> None:
+    """Ingest jobs of the HTTP service (status, files, report), scoped to a tenant."""
+    metadata.create_all(conn, tables=[jobs], checkfirst=True)
+
+
+def m004_api_keys(conn: Connection) -> None:
+    """Per-tenant API keys of the HTTP service (sha256 of the key and a display prefix only)."""
+    metadata.create_all(conn, tables=[api_keys], checkfirst=True)
+
+
+SERVICE_MIGRATIONS: tuple[tuple[str, Migration], ...] = (
+    ("m003_jobs", m003_jobs),
+    ("m004_api_keys", m004_api_keys),
+)

@@ -1,0 +1,233 @@
+"""The HTTP service's own state: ingest jobs and API keys (a Protocol and its SQL implementation).
+
+The service opens it on the truth store's database URL; the tables and their migrations are in
+:mod:`ragindex.service.schema`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from sqlalchemy import insert, select, update
+
+from ragindex.clock import utcnow
+from ragindex.errors import NotFoundError
+from ragindex.service import schema
+from ragindex.store.sql.core import SqlCore
+from ragindex.store.sql.rows import record
+
+
+@dataclass(frozen=True, slots=True)
+class JobRow:
+    """A job of the HTTP service (an upload's ingest)."""
+
+    job_id: str
+    user_id: int
+    set_id: int
+    kind: str
+    status: str
+    files: tuple[str, ...]
+    report: Mapping[str, Any] | None
+    error: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKeyRow:
+    """An API key of the HTTP service: its id, display prefix, tenant and role (never the key)."""
+
+    key_id: str
+    key_hash: str
+    prefix: str
+    user_id: int
+    admin: bool
+    name: str | None
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+class JobStore(Protocol):
+    """Ingest jobs: recorded before they are queued, so a restarted service re-queues unfinished ones."""
+
+    def create_job(
+        self, job_id: str, *, user_id: int, set_id: int, kind: str, status: str, files: Sequence[str]
+    ) -> None:
+        """Record a new job of a tenant (files are the paths the job will read)."""
+        ...
+
+    def set_job_status(
+        self,
+        job_id: str,
+        status: str,
+        *,
+        started: bool = False,
+        finished: bool = False,
+        report: Mapping[str, Any] | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Move a job to ``status``, stamping its start or end, with its report and error."""
+        ...
+
+    def get_job(self, job_id: str, *, user_id: int | None = None) -> JobRow:
+        """A job by id (scoped to ``user_id`` when given); NotFoundError otherwise."""
+        ...
+
+    def jobs_with_status(self, statuses: Sequence[str]) -> list[JobRow]:
+        """Jobs in any of ``statuses``, oldest first."""
+        ...
+
+
+class ApiKeyStore(Protocol):
+    """Per-tenant API keys, kept as their sha256 only."""
+
+    def create_api_key(
+        self, *, key_id: str, key_hash: str, prefix: str, user_id: int, admin: bool, name: str | None = None
+    ) -> None:
+        """Record an API key by its sha256 (the key itself is never stored)."""
+        ...
+
+    def api_key_by_hash(self, key_hash: str) -> ApiKeyRow | None:
+        """The un-revoked key with this sha256, or None."""
+        ...
+
+    def list_api_keys(self, *, user_id: int | None = None) -> list[ApiKeyRow]:
+        """Every key (revoked ones too), oldest first."""
+        ...
+
+    def revoke_api_key(self, key_id: str) -> bool:
+        """Revoke a key; False when no un-revoked key has this id."""
+        ...
+
+
+class ServiceStore(JobStore, ApiKeyStore, Protocol):
+    """Everything the HTTP service keeps of its own."""
+
+    def close(self) -> None:
+        """Release pooled connections."""
+        ...
+
+
+class SqlServiceStore(SqlCore):
+    """:class:`ServiceStore` on SQL, in the truth store's database.
+
+    Args:
+        url: SQLAlchemy URL (the truth store's).
+    """
+
+    name = "service store"
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url, migrations=schema.SERVICE_MIGRATIONS)
+
+    # ------------------------------------------------------------------ jobs
+    def create_job(
+        self, job_id: str, *, user_id: int, set_id: int, kind: str, status: str, files: Sequence[str]
+    ) -> None:
+        """See :meth:`JobStore.create_job`."""
+        with self._tx() as conn:
+            conn.execute(
+                insert(schema.jobs).values(
+                    job_id=job_id,
+                    user_id=user_id,
+                    set_id=set_id,
+                    kind=kind,
+                    status=status,
+                    files=list(files),
+                    created_at=utcnow(),
+                )
+            )
+
+    def set_job_status(
+        self,
+        job_id: str,
+        status: str,
+        *,
+        started: bool = False,
+        finished: bool = False,
+        report: Mapping[str, Any] | None = None,
+        error: str | None = None,
+    ) -> None:
+        """See :meth:`JobStore.set_job_status`."""
+        values: dict[str, Any] = {"status": status, "error": error[:4000] if error else None}
+        if started:
+            values["started_at"] = utcnow()
+        if finished:
+            values["finished_at"] = utcnow()
+        if report is not None:
+            values["report"] = dict(report)
+        with self._tx() as conn:
+            conn.execute(update(schema.jobs).where(schema.jobs.c.job_id == job_id).values(**values))
+
+    def get_job(self, job_id: str, *, user_id: int | None = None) -> JobRow:
+        """See :meth:`JobStore.get_job`."""
+        cond = [schema.jobs.c.job_id == job_id]
+        if user_id is not None:
+            cond.append(schema.jobs.c.user_id == user_id)
+        with self._tx() as conn:
+            row = conn.execute(select(schema.jobs).where(*cond)).first()
+        if row is None:
+            raise NotFoundError(f"job {job_id} not found", job_id=job_id)
+        return _job_row(row._mapping)
+
+    def jobs_with_status(self, statuses: Sequence[str]) -> list[JobRow]:
+        """See :meth:`JobStore.jobs_with_status`."""
+        t = schema.jobs.c
+        query = select(schema.jobs).where(t.status.in_(list(statuses))).order_by(t.created_at, t.job_id)
+        with self._tx() as conn:
+            return [_job_row(r._mapping) for r in conn.execute(query)]
+
+    # ------------------------------------------------------------------ API keys
+    def create_api_key(
+        self, *, key_id: str, key_hash: str, prefix: str, user_id: int, admin: bool, name: str | None = None
+    ) -> None:
+        """See :meth:`ApiKeyStore.create_api_key`."""
+        with self._tx() as conn:
+            conn.execute(
+                insert(schema.api_keys).values(
+                    key_id=key_id,
+                    key_hash=key_hash,
+                    prefix=prefix,
+                    user_id=user_id,
+                    is_admin=1 if admin else 0,
+                    name=name,
+                    created_at=utcnow(),
+                )
+            )
+
+    def api_key_by_hash(self, key_hash: str) -> ApiKeyRow | None:
+        """See :meth:`ApiKeyStore.api_key_by_hash`."""
+        t = schema.api_keys.c
+        with self._tx() as conn:
+            row = conn.execute(select(schema.api_keys).where(t.key_hash == key_hash, t.revoked_at.is_(None))).first()
+        return _api_key_row(row._mapping) if row else None
+
+    def list_api_keys(self, *, user_id: int | None = None) -> list[ApiKeyRow]:
+        """See :meth:`ApiKeyStore.list_api_keys`."""
+        t = schema.api_keys.c
+        query = select(schema.api_keys).order_by(t.created_at, t.key_id)
+        if user_id is not None:
+            query = query.where(t.user_id == user_id)
+        with self._tx() as conn:
+            return [_api_key_row(r._mapping) for r in conn.execute(query)]
+
+    def revoke_api_key(self, key_id: str) -> bool:
+        """See :meth:`ApiKeyStore.revoke_api_key`."""
+        t = schema.api_keys.c
+        with self._tx() as conn:
+            result = conn.execute(
+                update(schema.api_keys).where(t.key_id == key_id, t.revoked_at.is_(None)).values(revoked_at=utcnow())
+            )
+        return bool(result.rowcount)
+
+
+def _job_row(m: Mapping[Any, Any]) -> JobRow:
+    return record(JobRow, m, files=tuple(m["files"] or ()))
+
+
+def _api_key_row(m: Mapping[Any, Any]) -> ApiKeyRow:
+    return record(ApiKeyRow, m, admin=bool(m["is_admin"]))

@@ -1,0 +1,313 @@
+"""The truth store seam: one Protocol per role, and :class:`TruthStore`, every role together.
+
+Layers above the store type against the role they use (retrieval needs only :class:`ChunkStore`'s
+backfill, the cached dense encoder only :class:`EmbeddingCacheStore`); only ``ragindex.factory`` and
+the contract kit name a concrete store. Every method raises
+:class:`~ragindex.errors.StoreError` when the database fails and
+:class:`~ragindex.errors.NotFoundError` where it says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+import numpy as np
+
+from ragindex.store.records import ChunkDiff, ChunkRow, ChunkView, Claim, DocumentRow, IndexMeta, NewDocument, RunRow
+from ragindex.store.states import CLAIMABLE, RunStatus
+from ragindex.types import ChunkDraft
+
+
+class DocumentStore(Protocol):
+    """Documents: versions by file and content hash, processing status, removal."""
+
+    def file_hashes(self, user_id: int, set_id: int) -> dict[str, tuple[str, int]]:
+        """file_uri -> (committed file hash, documents) of a set's ACTIVE documents ("" when they disagree)."""
+        ...
+
+    def set_file_hash(self, doc_id: int, file_hash: str) -> None:
+        """Move a document to a new file hash (its file changed, its own content did not)."""
+        ...
+
+    def documents_of_file(self, user_id: int, set_id: int, file_uri: str) -> list[DocumentRow]:
+        """ACTIVE documents that came from ``file_uri`` (many for a records file)."""
+        ...
+
+    def upsert_document(self, doc: NewDocument, *, status: str = RunStatus.PROCESSING) -> int:
+        """Record (or revive) a document without committing its hashes; return its doc_id."""
+        ...
+
+    def stage_document(
+        self,
+        doc: NewDocument,
+        *,
+        drafts: Sequence[ChunkDraft],
+        bucket_id: int,
+        kinds: Iterable[str],
+        job_id: str | None,
+        chunking_ms: float,
+    ) -> tuple[int, int, ChunkDiff]:
+        """Record a document version, its chunk diff and its run in one transaction: (doc_id, run_id, diff)."""
+        ...
+
+    def record_failed_document(self, doc: NewDocument, error: str) -> int:
+        """Record a document whose loading failed (FAILED, error and file hash kept, no chunks)."""
+        ...
+
+    def set_document_status(self, doc_id: int, status: str, error: str | None = None) -> None:
+        """Set a document's processing status and error."""
+        ...
+
+    def get_document(self, doc_id: int, *, user_id: int | None = None) -> DocumentRow:
+        """A document by id (scoped to ``user_id`` when given); NotFoundError otherwise."""
+        ...
+
+    def list_documents(
+        self, *, user_id: int | None = None, set_id: int | None = None, include_removed: bool = False
+    ) -> list[DocumentRow]:
+        """Documents, optionally of one tenant/set, ordered by doc_id."""
+        ...
+
+    def find_documents_under(self, user_id: int, set_id: int, prefix: str) -> list[DocumentRow]:
+        """ACTIVE documents whose file lies under the directory or file ``prefix``."""
+        ...
+
+    def remove_documents(self, doc_ids: Sequence[int]) -> list[str]:
+        """Flip documents and their chunks to REMOVED; return the chunk ids that left search."""
+        ...
+
+
+class RunStore(Protocol):
+    """Pipeline runs: one per document version, with per-stage status and durations."""
+
+    def start_run(self, doc_id: int, *, job_id: str | None = None, sparse: bool = False, bm25: bool = True) -> int:
+        """Open a run; every stage PENDING (SKIPPED for disabled kinds)."""
+        ...
+
+    def index_outcomes(self, doc_ids: Sequence[int], kinds: Sequence[str]) -> dict[int, dict[str, str | None]]:
+        """Per document and kind: None when every ACTIVE chunk is SUCCESS, else the first error seen."""
+        ...
+
+    def settle_runs(self, outcomes: Sequence[Mapping[str, Any]]) -> None:
+        """Close many runs and set their documents' status in one transaction."""
+        ...
+
+    def set_stage(
+        self, run_id: int, stage: str, status: str, *, duration_ms: float | None = None, chunk_count: int | None = None
+    ) -> None:
+        """Record one stage's status (and duration) of a run."""
+        ...
+
+    def finish_run(
+        self,
+        run_id: int,
+        status: str,
+        *,
+        total_ms: float,
+        failed_stage: str | None = None,
+        recover_from_stage: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Close a run as SUCCESS or FAILED (with the failed stage and where to resume)."""
+        ...
+
+    def runs(self, *, doc_id: int | None = None, job_id: str | None = None, status: str | None = None) -> list[RunRow]:
+        """Pipeline runs, newest first."""
+        ...
+
+    def latest_runs(self, status: str | None = None) -> list[RunRow]:
+        """The newest run of every document (optionally only those with ``status``)."""
+        ...
+
+
+class ChunkStore(Protocol):
+    """Chunks: the content diff, edits, removal, and every read of them (backfill, verification, counts)."""
+
+    def replace_chunks(
+        self,
+        doc_id: int,
+        *,
+        user_id: int,
+        set_id: int,
+        bucket_id: int,
+        drafts: Sequence[ChunkDraft],
+        kinds: Iterable[str],
+        file_hash: str,
+        content_hash: str,
+    ) -> ChunkDiff:
+        """Make ``drafts`` a document's ACTIVE chunks, diffing by content hash, and commit its hashes."""
+        ...
+
+    def remove_chunks(self, chunk_ids: Sequence[str]) -> list[str]:
+        """Flip chunks to REMOVED; return the ids that were ACTIVE."""
+        ...
+
+    def update_chunk_content(self, chunk_id: str, content: str, kinds: Iterable[str]) -> bool:
+        """Replace a chunk's content (changed: every enabled kind back to PENDING); return whether it changed."""
+        ...
+
+    def update_chunk_metadata(self, chunk_id: str, metadata: Mapping[str, Any]) -> None:
+        """Merge ``metadata`` into a chunk's metadata (no re-embedding)."""
+        ...
+
+    def enable_kinds(self, kinds: Iterable[str]) -> int:
+        """Give every ACTIVE chunk a PENDING copy of each kind it lacks; return how many statuses moved."""
+        ...
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> list[ChunkRow]:
+        """Chunks by id, in any lifecycle, in the order of ``chunk_ids`` (missing ids skipped)."""
+        ...
+
+    def backfill(self, chunk_ids: Sequence[str]) -> dict[str, ChunkView]:
+        """ACTIVE chunks joined with their document; REMOVED or unknown ids are absent (no ghost hits)."""
+        ...
+
+    def get_tenant_chunk(self, chunk_id: str, *, user_id: int) -> ChunkRow:
+        """An ACTIVE chunk of ``user_id``; NotFoundError for unknown, deleted or another tenant's ids alike."""
+        ...
+
+    def chunks_of_document(self, doc_id: int, *, include_removed: bool = False) -> list[ChunkRow]:
+        """A document's chunks in order."""
+        ...
+
+    def expected_points(self, bucket_id: int) -> dict[str, dict[str, str | None]]:
+        """chunk_id -> {kind: status} of every ACTIVE chunk routed to ``bucket_id``."""
+        ...
+
+    def lifecycle_of(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        """chunk_id -> lifecycle status (unknown ids absent)."""
+        ...
+
+    def all_active_chunk_ids(self) -> list[str]:
+        """Ids of every ACTIVE chunk."""
+        ...
+
+    def chunk_ids_updated_since(self, since: datetime) -> list[str]:
+        """Ids of ACTIVE chunks whose row changed at or after ``since`` (naive UTC)."""
+        ...
+
+    def buckets_in_use(self) -> list[int]:
+        """Bucket ids that hold any chunk."""
+        ...
+
+    def chunk_count_by_status(self, kind: str) -> dict[str, int]:
+        """ACTIVE chunk counts per status of ``kind``."""
+        ...
+
+    def chunks_needing_work(self, kinds: Iterable[str]) -> int:
+        """How many ACTIVE chunks have any of ``kinds`` not yet SUCCESS."""
+        ...
+
+    def status_counts(self) -> dict[str, Any]:
+        """Documents and chunks per status, per (user_id, set_id)."""
+        ...
+
+
+class ClaimStore(Protocol):
+    """The per-chunk, per-kind state machine: claims with tokens, their outcomes, stale claims, purges."""
+
+    def pending_chunks(
+        self,
+        kind: str,
+        *,
+        doc_ids: Sequence[int] | None = None,
+        chunk_ids: Sequence[str] | None = None,
+        user_id: int | None = None,
+        set_id: int | None = None,
+        statuses: Sequence[str] = CLAIMABLE,
+        max_attempts: int | None = None,
+        limit: int | None = None,
+    ) -> list[ChunkRow]:
+        """ACTIVE chunks whose ``kind`` copy is in ``statuses``, in document order (bm25/sparse need dense SUCCESS)."""
+        ...
+
+    def claim(self, kind: str, chunk_ids: Sequence[str], *, allowed: Sequence[str] = CLAIMABLE) -> Claim:
+        """Claim chunks for ``kind`` with one compare-and-set; return what the caller now owns."""
+        ...
+
+    def claim_next(self, kind: str, limit: int, *, max_attempts: int | None = None) -> Claim:
+        """Select and claim up to ``limit`` claimable chunks in one transaction (a work queue's pop)."""
+        ...
+
+    def mark_success(self, claim: Claim, chunk_ids: Sequence[str] | None = None) -> int:
+        """INDEXING -> SUCCESS for chunks still held by ``claim``; return how many moved."""
+        ...
+
+    def mark_failed(self, claim: Claim, chunk_ids: Sequence[str], error: str) -> int:
+        """INDEXING -> FAILED (attempts + 1, last_error) for chunks still held by ``claim``."""
+        ...
+
+    def stale_claims(self, kind: str, older_than_seconds: float, *, limit: int | None = None) -> list[str]:
+        """Ids that :meth:`release_stale` would release now (read-only)."""
+        ...
+
+    def release_stale(
+        self, kind: str, older_than_seconds: float, *, limit: int | None = None, max_attempts: int | None = None
+    ) -> list[str]:
+        """Stale INDEXING claims back to PENDING (FAILED at ``max_attempts``); return their ids."""
+        ...
+
+    def reset_status(self, chunk_ids: Sequence[str], kinds: Iterable[str], *, from_statuses: Sequence[str]) -> int:
+        """Move the given kinds of ACTIVE chunks from ``from_statuses`` back to PENDING."""
+        ...
+
+    def removed_unpurged(self, *, limit: int | None = None) -> list[ChunkRow]:
+        """REMOVED chunks whose index copies are not yet confirmed purged."""
+        ...
+
+    def mark_purged(self, chunk_ids: Sequence[str]) -> None:
+        """Record that the index copies of REMOVED chunks are gone."""
+        ...
+
+
+class CollectionStore(Protocol):
+    """Collections: what built each index copy (fingerprints, configs) and which one reads use."""
+
+    def get_index_meta(self, collection: str) -> IndexMeta | None:
+        """Metadata of one collection, or None."""
+        ...
+
+    def list_index_meta(self) -> list[IndexMeta]:
+        """Every collection's metadata."""
+        ...
+
+    def put_index_meta(self, meta: IndexMeta) -> None:
+        """Insert or replace a collection's metadata."""
+        ...
+
+    def set_active_collection(self, collection: str) -> None:
+        """Make ``collection`` the one reads use, retiring the previous one, atomically."""
+        ...
+
+    def delete_index_meta(self, collection: str) -> None:
+        """Forget a dropped collection."""
+        ...
+
+    def index_meta_created_at(self, collection: str) -> datetime | None:
+        """When a collection's metadata was first recorded, or None."""
+        ...
+
+
+class EmbeddingCacheStore(Protocol):
+    """The embedding cache: (model key, content hash) -> float32 vector, so no vector is computed twice."""
+
+    def cached_vectors(self, model_key: str, content_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        """content_hash -> vector for the hashes cached under ``model_key``."""
+        ...
+
+    def cache_vectors(self, model_key: str, vectors: Mapping[str, np.ndarray]) -> None:
+        """Store vectors under ``model_key``; existing entries stay as they are."""
+        ...
+
+
+class TruthStore(DocumentStore, RunStore, ChunkStore, ClaimStore, CollectionStore, EmbeddingCacheStore, Protocol):
+    """Every role of the truth store, as the pipeline and the engine use it."""
+
+    url: str
+    dialect: str
+
+    def close(self) -> None:
+        """Release pooled connections."""
+        ...

@@ -1,0 +1,157 @@
+"""Chunks of the SQL truth store, read side: backfill (no ghosts), verification views, counts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, func, or_, select
+
+from ragindex.errors import NotFoundError
+from ragindex.store import schema
+from ragindex.store.records import ChunkRow, ChunkView
+from ragindex.store.sql.core import CH, DOC, KINDS, SqlCore, batches, status_col
+from ragindex.store.sql.rows import chunk_row
+from ragindex.store.states import IndexStatus, Lifecycle
+
+
+class SqlChunkReads(SqlCore):
+    """The read half of the chunks role (:class:`~ragindex.store.protocol.ChunkStore`)."""
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> list[ChunkRow]:
+        """Chunks by id, in any lifecycle, in the order of ``chunk_ids`` (missing ids are skipped)."""
+        found: dict[str, ChunkRow] = {}
+        with self._tx() as conn:
+            for part in batches(list(chunk_ids)):
+                for r in conn.execute(select(schema.chunks).where(CH.chunk_id.in_(part))):
+                    found[r.chunk_id] = chunk_row(r._mapping)
+        return [found[c] for c in chunk_ids if c in found]
+
+    def backfill(self, chunk_ids: Sequence[str]) -> dict[str, ChunkView]:
+        """ACTIVE chunks (joined with their document) by id; REMOVED or unknown ids are absent (no ghosts)."""
+        views: dict[str, ChunkView] = {}
+        if not chunk_ids:
+            return views
+        query = select(schema.chunks, DOC.source_uri, DOC.filename, DOC.metadata.label("doc_metadata")).join(
+            schema.documents, DOC.doc_id == CH.doc_id
+        )
+        with self._tx() as conn:
+            for part in batches(list(chunk_ids)):
+                rows = conn.execute(
+                    query.where(
+                        CH.chunk_id.in_(part),
+                        CH.lifecycle_status == Lifecycle.ACTIVE,
+                        DOC.lifecycle_status == Lifecycle.ACTIVE,
+                    )
+                )
+                for r in rows:
+                    m = r._mapping
+                    views[m["chunk_id"]] = ChunkView(
+                        chunk=chunk_row(m),
+                        source_uri=m["source_uri"],
+                        filename=m["filename"],
+                        doc_metadata=m["doc_metadata"] or {},
+                    )
+        return views
+
+    def get_tenant_chunk(self, chunk_id: str, *, user_id: int) -> ChunkRow:
+        """An ACTIVE chunk of ``user_id``; NotFoundError for unknown, deleted or another tenant's ids alike."""
+        with self._tx() as conn:
+            row = conn.execute(
+                select(schema.chunks).where(
+                    CH.chunk_id == chunk_id, CH.user_id == user_id, CH.lifecycle_status == Lifecycle.ACTIVE
+                )
+            ).first()
+        if row is None:
+            raise NotFoundError(f"chunk {chunk_id} not found", chunk_id=chunk_id)
+        return chunk_row(row._mapping)
+
+    def chunks_of_document(self, doc_id: int, *, include_removed: bool = False) -> list[ChunkRow]:
+        """A document's chunks in order."""
+        cond = [CH.doc_id == doc_id]
+        if not include_removed:
+            cond.append(CH.lifecycle_status == Lifecycle.ACTIVE)
+        with self._tx() as conn:
+            return [
+                chunk_row(r._mapping) for r in conn.execute(select(schema.chunks).where(*cond).order_by(CH.chunk_index))
+            ]
+
+    def expected_points(self, bucket_id: int) -> dict[str, dict[str, str | None]]:
+        """chunk_id -> {kind: status} of every ACTIVE chunk routed to ``bucket_id``."""
+        columns = [status_col(k) for k in KINDS]
+        with self._tx() as conn:
+            rows = conn.execute(
+                select(CH.chunk_id, *columns).where(CH.bucket_id == bucket_id, CH.lifecycle_status == Lifecycle.ACTIVE)
+            ).all()
+        return {r[0]: dict(zip(KINDS, r[1:], strict=True)) for r in rows}
+
+    def lifecycle_of(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        """chunk_id -> lifecycle status (ids unknown to the store are absent)."""
+        out: dict[str, str] = {}
+        with self._tx() as conn:
+            for part in batches(list(chunk_ids)):
+                query = select(CH.chunk_id, CH.lifecycle_status).where(CH.chunk_id.in_(part))
+                out.update({r[0]: r[1] for r in conn.execute(query)})
+        return out
+
+    def all_active_chunk_ids(self) -> list[str]:
+        """Ids of every ACTIVE chunk (verification)."""
+        with self._tx() as conn:
+            return [r[0] for r in conn.execute(select(CH.chunk_id).where(CH.lifecycle_status == Lifecycle.ACTIVE))]
+
+    def chunk_ids_updated_since(self, since: datetime) -> list[str]:
+        """Ids of ACTIVE chunks whose row changed at or after ``since`` (naive UTC): a reindex's catch-up pass."""
+        query = select(CH.chunk_id).where(CH.lifecycle_status == Lifecycle.ACTIVE, CH.updated_at >= since)
+        with self._tx() as conn:
+            return [r[0] for r in conn.execute(query)]
+
+    def buckets_in_use(self) -> list[int]:
+        """Bucket ids that hold any chunk."""
+        with self._tx() as conn:
+            return sorted(r[0] for r in conn.execute(select(CH.bucket_id).distinct()))
+
+    def chunk_count_by_status(self, kind: str) -> dict[str, int]:
+        """ACTIVE chunk counts per status of ``kind`` (metrics, tests)."""
+        status = status_col(kind)
+        with self._tx() as conn:
+            rows = conn.execute(
+                select(status, func.count()).where(CH.lifecycle_status == Lifecycle.ACTIVE).group_by(status)
+            ).all()
+        return {str(s): int(n) for s, n in rows if s is not None}
+
+    def chunks_needing_work(self, kinds: Iterable[str]) -> int:
+        """How many ACTIVE chunks have any of ``kinds`` not yet SUCCESS."""
+        cond = [and_(status_col(k).is_not(None), status_col(k) != IndexStatus.SUCCESS) for k in kinds]
+        with self._tx() as conn:
+            query = select(func.count()).where(CH.lifecycle_status == Lifecycle.ACTIVE, or_(*cond))
+            return int(conn.execute(query).scalar_one())
+
+    def status_counts(self) -> dict[str, Any]:
+        """Documents and chunks per status, per (user_id, set_id)."""
+        sets: dict[tuple[int, int], dict[str, Any]] = {}
+
+        def entry(user_id: int, set_id: int) -> dict[str, Any]:
+            return sets.setdefault(
+                (user_id, set_id),
+                {"user_id": user_id, "set_id": set_id, "documents": {}, "chunks": {k: {} for k in KINDS}},
+            )
+
+        def add(counts: dict[str, int], lifecycle: str, status: str, n: int) -> None:
+            label = status if lifecycle == Lifecycle.ACTIVE else Lifecycle.REMOVED
+            counts[label] = counts.get(label, 0) + n
+
+        with self._tx() as conn:
+            doc_groups = (DOC.user_id, DOC.set_id, DOC.lifecycle_status, DOC.status)
+            for user_id, set_id, lifecycle, status, n in conn.execute(
+                select(*doc_groups, func.count()).group_by(*doc_groups)
+            ):
+                add(entry(user_id, set_id)["documents"], lifecycle, status, n)
+            for kind in KINDS:
+                chunk_groups = (CH.user_id, CH.set_id, CH.lifecycle_status, status_col(kind))
+                for user_id, set_id, lifecycle, value, n in conn.execute(
+                    select(*chunk_groups, func.count()).group_by(*chunk_groups)
+                ):
+                    if value is not None:
+                        add(entry(user_id, set_id)["chunks"][kind], lifecycle, value, n)
+        return {"sets": [sets[k] for k in sorted(sets)]}

@@ -1,0 +1,159 @@
+"""The shared SQL core: engine and pool per dialect, transactions, error translation, migrations, IN-list batching.
+
+Every role module of the SQL truth store (and the service's own store) builds on :class:`SqlCore`;
+dialect differences stay in this package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine, Table, create_engine, event, insert
+from sqlalchemy.dialects import mysql, postgresql, sqlite
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.sql import Executable
+
+from ragindex.errors import StoreError, ValidationError
+from ragindex.store import schema
+from ragindex.store.migrations import MIGRATIONS, Migration, apply_migrations
+from ragindex.types import VectorKind
+
+_T = TypeVar("_T")
+KINDS: tuple[VectorKind, ...] = tuple(VectorKind)
+SQL_IN_BATCH = 500  # bound IN-lists (SQLite's variable limit, server packet sizes)
+ERROR_CHARS = 4000  # error texts are cut to this many characters
+DOC = schema.documents.c
+CH = schema.chunks.c
+RUN = schema.pipeline_runs.c
+
+
+class SqlCore:
+    """An SQLAlchemy engine on ``url`` with the schema migrated, and the transactions every role uses.
+
+    Args:
+        url: SQLAlchemy URL (``sqlite:///path``, ``mysql+pymysql://...``, ``postgresql+psycopg://...``).
+        migrations: The named steps this store's schema needs (the truth store's by default).
+    """
+
+    name = "truth store"  # how errors name this store
+
+    def __init__(self, url: str, *, migrations: Sequence[tuple[str, Migration]] = MIGRATIONS) -> None:
+        self.url = url
+        self.dialect = url.split(":", 1)[0].split("+", 1)[0]
+        try:
+            self.engine = self._create_engine(url)
+            apply_migrations(self.engine, migrations)
+        except SQLAlchemyError as exc:
+            raise StoreError(f"cannot open the {self.name} at {self._safe_url()}: {exc}", backend=self.dialect) from exc
+
+    def _safe_url(self) -> str:
+        return self.url.split("@", 1)[-1] if "@" in self.url else self.url
+
+    def _create_engine(self, url: str) -> Engine:
+        if self.dialect == "sqlite":
+            path = url.removeprefix("sqlite:///")
+            if path and path != ":memory:":
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            # pooled: a fresh SQLite connection (plus its pragmas) costs ~8 ms, a pooled one ~0.5 ms per transaction
+            engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, pool_size=8)
+            event.listen(engine, "connect", _sqlite_pragmas)
+            return engine
+        return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+
+    @contextmanager
+    def _tx(self) -> Iterator[Connection]:
+        try:
+            with self.engine.begin() as conn:
+                yield conn
+        except SQLAlchemyError as exc:
+            raise StoreError(f"{self.name} operation failed: {exc}", backend=self.dialect) from exc
+
+    @contextmanager
+    def _claim_tx(self) -> Iterator[Connection]:
+        """A transaction for select-then-claim: the rows it selects stay claimable until it commits.
+
+        SQLite takes its write lock up front (``BEGIN IMMEDIATE``, waiting up to the busy timeout), which
+        serialises claimers; MySQL/MariaDB runs it at READ COMMITTED so that ``FOR UPDATE SKIP LOCKED``
+        takes no gap locks (which would block or deadlock the other claimers' index updates).
+        """
+        try:
+            with self.engine.connect() as conn:
+                if self._is_mysql():
+                    conn.execution_options(isolation_level="READ COMMITTED")
+                with conn.begin():
+                    if self.engine.dialect.name == "sqlite":
+                        conn.exec_driver_sql("BEGIN IMMEDIATE")
+                    yield conn
+        except SQLAlchemyError as exc:
+            raise StoreError(f"{self.name} operation failed: {exc}", backend=self.dialect) from exc
+
+    def _is_mysql(self) -> bool:
+        return self.engine.dialect.name in ("mysql", "mariadb")
+
+    def _supports_skip_locked(self) -> bool:
+        dialect = self.engine.dialect
+        version = dialect.server_version_info or ()
+        if dialect.name == "postgresql":
+            return True
+        if self._is_mysql():
+            return version >= ((10, 6) if getattr(dialect, "is_mariadb", False) else (8, 0, 1))
+        return False
+
+    def close(self) -> None:
+        """Release pooled connections."""
+        self.engine.dispose()
+
+
+def batches(items: Sequence[_T], size: int = SQL_IN_BATCH) -> Iterator[Sequence[_T]]:
+    """``items`` in slices of at most ``size`` (one IN-list each)."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def status_col(kind: str) -> Any:
+    """The status column of vector kind ``kind``; ValidationError naming the valid kinds otherwise."""
+    if kind not in KINDS:
+        raise ValidationError("kind", f"unknown vector kind {kind!r}; valid: {', '.join(KINDS)}")
+    return CH[f"{kind}_status"]
+
+
+def claim_col(kind: str) -> Any:
+    """The claim-token column of vector kind ``kind``."""
+    return CH[f"{kind}_claim"]
+
+
+def clip_error(error: str | None) -> str | None:
+    """An error text cut to what the error columns hold; None for no (or an empty) error."""
+    return (error or "")[:ERROR_CHARS] or None
+
+
+def insert_ignoring_duplicates(conn: Connection, table: Table) -> Executable:
+    """INSERT that skips rows whose primary key exists (ON CONFLICT DO NOTHING, or a no-op update on MySQL)."""
+    name = conn.dialect.name
+    if name == "postgresql":
+        return postgresql.insert(table).on_conflict_do_nothing()
+    if name == "sqlite":
+        return sqlite.insert(table).on_conflict_do_nothing()
+    if name in ("mysql", "mariadb"):
+        first_key = table.primary_key.columns.values()[0]
+        return mysql.insert(table).on_duplicate_key_update({first_key.name: first_key})
+    return insert(table)
+
+
+def new_id(primary_key: Any) -> int:
+    """The integer primary key an INSERT returned."""
+    if not primary_key:
+        raise StoreError("the database did not return the new row's primary key")
+    return int(primary_key[0])
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cursor = dbapi_conn.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()

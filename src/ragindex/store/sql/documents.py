@@ -1,0 +1,224 @@
+"""Documents of the SQL truth store: file hashes (the no-op check), versions, status, removal."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, insert, select, update
+
+from ragindex.clock import utcnow
+from ragindex.errors import NotFoundError
+from ragindex.hashing import sha256_text
+from ragindex.store import schema
+from ragindex.store.records import ChunkDiff, DocumentRow, NewDocument
+from ragindex.store.sql.chunks import replace_chunk_rows
+from ragindex.store.sql.core import CH, DOC, RUN, SqlCore, clip_error, new_id
+from ragindex.store.sql.rows import doc_row
+from ragindex.store.sql.runs import insert_run
+from ragindex.store.states import Lifecycle, RunStatus
+from ragindex.types import ChunkDraft
+
+
+class SqlDocuments(SqlCore):
+    """The documents role (:class:`~ragindex.store.protocol.DocumentStore`)."""
+
+    def file_hashes(self, user_id: int, set_id: int) -> dict[str, tuple[str, int]]:
+        """file_uri -> (file hash, documents) of the ACTIVE documents of a set, in one query.
+
+        Every document of a file must carry the same committed hash, else the file counts as
+        changed (hash ""). The no-op check of an ingest is this one query plus hashing the files.
+        """
+        with self._tx() as conn:
+            rows = conn.execute(
+                select(DOC.file_uri, DOC.file_hash).where(
+                    DOC.user_id == user_id, DOC.set_id == set_id, DOC.lifecycle_status == Lifecycle.ACTIVE
+                )
+            ).all()
+        state: dict[str, tuple[str, int]] = {}
+        for file_uri, file_hash in rows:
+            previous = state.get(file_uri)
+            if previous is None:
+                state[file_uri] = (file_hash, 1)
+            else:
+                state[file_uri] = (file_hash if previous[0] == file_hash else "", previous[1] + 1)
+        return state
+
+    def set_file_hash(self, doc_id: int, file_hash: str) -> None:
+        """Move a document to a new file hash when its file changed but its own content did not."""
+        with self._tx() as conn:
+            conn.execute(update(schema.documents).where(DOC.doc_id == doc_id).values(file_hash=file_hash))
+
+    def documents_of_file(self, user_id: int, set_id: int, file_uri: str) -> list[DocumentRow]:
+        """ACTIVE documents that came from ``file_uri`` (one for a plain file, many for a records file)."""
+        key = sha256_text(file_uri)
+        with self._tx() as conn:
+            rows = conn.execute(
+                select(schema.documents).where(
+                    DOC.user_id == user_id,
+                    DOC.set_id == set_id,
+                    DOC.file_key == key,
+                    DOC.lifecycle_status == Lifecycle.ACTIVE,
+                )
+            ).all()
+        return [doc_row(r._mapping) for r in rows]
+
+    def upsert_document(self, doc: NewDocument, *, status: str = RunStatus.PROCESSING) -> int:
+        """Record a document (revive it if it was REMOVED) and return its doc_id.
+
+        The file and content hashes are committed later, with the chunks, in one transaction
+        (:meth:`stage_document`): a crash in between leaves the old hash, so a re-run re-parses.
+        """
+        now = utcnow()
+        with self._tx() as conn:
+            return _upsert_document(conn, doc, _document_values(doc, status, now), now)
+
+    def stage_document(
+        self,
+        doc: NewDocument,
+        *,
+        drafts: Sequence[ChunkDraft],
+        bucket_id: int,
+        kinds: Iterable[str],
+        job_id: str | None,
+        chunking_ms: float,
+    ) -> tuple[int, int, ChunkDiff]:
+        """Record a document version, its chunks (diffed by content hash) and its run, in ONE transaction.
+
+        This is the ingest's hot path: one round trip per changed document instead of five. The run is
+        opened with its chunking stage SUCCESS and the index stages PENDING (SKIPPED when disabled).
+        Returns (doc_id, run_id, diff).
+        """
+        enabled = set(kinds)
+        now = utcnow()
+        with self._tx() as conn:
+            doc_id = _upsert_document(conn, doc, _document_values(doc, RunStatus.PROCESSING, now), now)
+            diff = replace_chunk_rows(
+                conn,
+                doc_id,
+                user_id=doc.user_id,
+                set_id=doc.set_id,
+                bucket_id=bucket_id,
+                drafts=drafts,
+                enabled=enabled,
+                file_hash=doc.file_hash,
+                content_hash=doc.content_hash,
+                now=now,
+            )
+            run_id = insert_run(conn, doc_id, job_id=job_id, enabled=enabled, now=now)
+            conn.execute(
+                update(schema.pipeline_runs)
+                .where(RUN.run_id == run_id)
+                .values(chunking_status=RunStatus.SUCCESS, chunking_ms=chunking_ms, chunk_count=len(drafts))
+            )
+        return doc_id, run_id, diff
+
+    def record_failed_document(self, doc: NewDocument, error: str) -> int:
+        """Record a document whose loading failed (status FAILED, error and file hash kept, no chunks)."""
+        now = utcnow()
+        values = {
+            **_document_values(doc, RunStatus.FAILED, now),
+            "error": clip_error(error),
+            "file_hash": doc.file_hash,
+            "content_hash": "",
+        }
+        with self._tx() as conn:
+            return _upsert_document(conn, doc, values, now)
+
+    def set_document_status(self, doc_id: int, status: str, error: str | None = None) -> None:
+        """Set a document's processing status (PROCESSING, SUCCESS, FAILED) and error."""
+        with self._tx() as conn:
+            conn.execute(
+                update(schema.documents)
+                .where(DOC.doc_id == doc_id)
+                .values(status=status, error=error, updated_at=utcnow())
+            )
+
+    def get_document(self, doc_id: int, *, user_id: int | None = None) -> DocumentRow:
+        """A document by id (scoped to ``user_id`` when given); NotFoundError otherwise."""
+        cond = [DOC.doc_id == doc_id]
+        if user_id is not None:
+            cond.append(DOC.user_id == user_id)
+        with self._tx() as conn:
+            row = conn.execute(select(schema.documents).where(*cond)).first()
+        if row is None:
+            raise NotFoundError(f"document {doc_id} not found", doc_id=doc_id)
+        return doc_row(row._mapping)
+
+    def list_documents(
+        self, *, user_id: int | None = None, set_id: int | None = None, include_removed: bool = False
+    ) -> list[DocumentRow]:
+        """Documents, optionally of one tenant/set, ordered by doc_id."""
+        cond = []
+        if user_id is not None:
+            cond.append(DOC.user_id == user_id)
+        if set_id is not None:
+            cond.append(DOC.set_id == set_id)
+        if not include_removed:
+            cond.append(DOC.lifecycle_status == Lifecycle.ACTIVE)
+        with self._tx() as conn:
+            rows = conn.execute(select(schema.documents).where(*cond).order_by(DOC.doc_id)).all()
+        return [doc_row(r._mapping) for r in rows]
+
+    def find_documents_under(self, user_id: int, set_id: int, prefix: str) -> list[DocumentRow]:
+        """ACTIVE documents whose file lies under the directory or file ``prefix`` (a source sync's scope)."""
+        rows = self.list_documents(user_id=user_id, set_id=set_id)
+        base = prefix.rstrip("/")
+        return [d for d in rows if d.file_uri == base or d.file_uri.startswith(base + "/")]
+
+    def remove_documents(self, doc_ids: Sequence[int]) -> list[str]:
+        """Flip documents and their chunks to REMOVED at once; return the chunk ids that left search."""
+        if not doc_ids:
+            return []
+        now = utcnow()
+        active = [CH.doc_id.in_(doc_ids), CH.lifecycle_status == Lifecycle.ACTIVE]
+        with self._tx() as conn:
+            ids = [r[0] for r in conn.execute(select(CH.chunk_id).where(*active))]
+            conn.execute(
+                update(schema.chunks).where(*active).values(lifecycle_status=Lifecycle.REMOVED, updated_at=now)
+            )
+            conn.execute(
+                update(schema.documents)
+                .where(DOC.doc_id.in_(doc_ids))
+                .values(lifecycle_status=Lifecycle.REMOVED, updated_at=now)
+            )
+        return ids
+
+
+def _document_values(doc: NewDocument, status: str, now: datetime) -> dict[str, Any]:
+    return {
+        "source_uri": doc.source_uri,
+        "file_uri": doc.file_uri,
+        "file_key": sha256_text(doc.file_uri),
+        "filename": doc.filename[:512],
+        "size": doc.size,
+        "parser": doc.parser,
+        "metadata": dict(doc.metadata),
+        "lifecycle_status": Lifecycle.ACTIVE,
+        "status": status,
+        "error": None,
+        "updated_at": now,
+    }
+
+
+def _upsert_document(conn: Connection, doc: NewDocument, values: Mapping[str, Any], now: datetime) -> int:
+    key = sha256_text(doc.source_uri)
+    existing = conn.execute(
+        select(DOC.doc_id).where(DOC.user_id == doc.user_id, DOC.set_id == doc.set_id, DOC.source_key == key)
+    ).first()
+    if existing:
+        conn.execute(update(schema.documents).where(DOC.doc_id == existing[0]).values(**values))
+        return int(existing[0])
+    result = conn.execute(
+        insert(schema.documents).values(
+            user_id=doc.user_id,
+            set_id=doc.set_id,
+            source_key=key,
+            chunk_count=0,
+            created_at=now,
+            # no committed hash until the chunks are written: a crash before means re-parse
+            **{"file_hash": "", "content_hash": "", **values},
+        )
+    )
+    return new_id(result.inserted_primary_key)

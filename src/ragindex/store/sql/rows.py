@@ -1,0 +1,55 @@
+"""Result rows -> the frozen records of :mod:`ragindex.store.records` (no SQLAlchemy type leaves the store)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import fields
+from typing import Any, TypeVar
+
+from ragindex.store.records import ChunkRow, DocumentRow, IndexMeta, RunRow
+
+RUN_STAGES = ("chunking", "dense", "bm25", "sparse")
+_R = TypeVar("_R")
+
+
+def record(cls: type[_R], m: Mapping[Any, Any], **computed: Any) -> _R:
+    """A record dataclass from a result row: same-named columns, ``int`` fields as int, ``computed`` as given.
+
+    JSON columns may come back NULL; a field named ``metadata`` is then ``{}``.
+    """
+    values: dict[str, Any] = {}
+    for field in fields(cls):  # type: ignore[arg-type]  # every record type is a dataclass
+        if field.name in computed:
+            continue
+        value = m[field.name]
+        if field.type == "int":
+            value = int(value)
+        elif field.name == "metadata":
+            value = value or {}
+        values[field.name] = value
+    return cls(**values, **computed)
+
+
+def doc_row(m: Mapping[Any, Any]) -> DocumentRow:
+    """A ``documents`` row."""
+    return record(DocumentRow, m)
+
+
+def chunk_row(m: Mapping[Any, Any]) -> ChunkRow:
+    """A ``chunks`` row."""
+    return record(ChunkRow, m)
+
+
+def run_row(m: Mapping[Any, Any]) -> RunRow:
+    """A ``pipeline_runs`` row."""
+    return record(
+        RunRow,
+        m,
+        stages={s: m[f"{s}_status"] for s in RUN_STAGES},
+        durations_ms={s: m[f"{s}_ms"] for s in RUN_STAGES},
+    )
+
+
+def meta_row(m: Mapping[Any, Any]) -> IndexMeta:
+    """An ``index_meta`` row."""
+    return record(IndexMeta, m)

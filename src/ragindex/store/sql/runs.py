@@ -1,0 +1,166 @@
+"""Pipeline runs of the SQL truth store: one per document version, with per-stage status and durations."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, func, insert, select, update
+
+from ragindex.clock import utcnow
+from ragindex.store import schema
+from ragindex.store.records import RunRow
+from ragindex.store.sql.core import CH, DOC, RUN, SqlCore, batches, clip_error, new_id, status_col
+from ragindex.store.sql.rows import run_row
+from ragindex.store.states import IndexStatus, Lifecycle, RunStatus
+from ragindex.types import VectorKind
+
+
+class SqlRuns(SqlCore):
+    """The runs role (:class:`~ragindex.store.protocol.RunStore`)."""
+
+    def start_run(self, doc_id: int, *, job_id: str | None = None, sparse: bool = False, bm25: bool = True) -> int:
+        """Open a pipeline run for a document; every stage PENDING (SKIPPED for disabled kinds)."""
+        enabled: set[str] = {
+            VectorKind.DENSE,
+            *([VectorKind.BM25] if bm25 else []),
+            *([VectorKind.SPARSE] if sparse else []),
+        }
+        with self._tx() as conn:
+            return insert_run(conn, doc_id, job_id=job_id, enabled=enabled, now=utcnow())
+
+    def index_outcomes(self, doc_ids: Sequence[int], kinds: Sequence[str]) -> dict[int, dict[str, str | None]]:
+        """Per document: for each kind, None if every ACTIVE chunk is SUCCESS, else the first error seen.
+
+        One query per 500 documents; the ingest settles thousands of runs with it.
+        """
+        out: dict[int, dict[str, str | None]] = {d: dict.fromkeys(kinds) for d in doc_ids}
+        cols = [status_col(k) for k in kinds]
+        with self._tx() as conn:
+            for part in batches(list(doc_ids)):
+                rows = conn.execute(
+                    select(CH.doc_id, CH.last_error, *cols).where(
+                        CH.doc_id.in_(part), CH.lifecycle_status == Lifecycle.ACTIVE
+                    )
+                )
+                for doc_id, last_error, *statuses in rows:
+                    for kind, status in zip(kinds, statuses, strict=True):
+                        if status not in (None, IndexStatus.SUCCESS) and out[doc_id][kind] is None:
+                            out[doc_id][kind] = last_error or f"{kind} copy is {status}"
+        return out
+
+    def settle_runs(self, outcomes: Sequence[Mapping[str, Any]]) -> None:
+        """Close many runs and set their documents' status in one transaction.
+
+        Each outcome: run_id, doc_id, status, failed_stage, error, total_ms and ``stages``
+        (stage name -> (status, duration_ms)).
+        """
+        if not outcomes:
+            return
+        now = utcnow()
+        with self._tx() as conn:
+            for item in outcomes:
+                values: dict[str, Any] = {
+                    "status": item["status"],
+                    "failed_stage": item["failed_stage"],
+                    "recover_from_stage": item["failed_stage"],
+                    "error": clip_error(item["error"]),
+                    "total_ms": item["total_ms"],
+                    "finished_at": now,
+                }
+                for stage, (status, duration) in item["stages"].items():
+                    values[f"{stage}_status"] = status
+                    values[f"{stage}_ms"] = duration
+                conn.execute(update(schema.pipeline_runs).where(RUN.run_id == item["run_id"]).values(**values))
+            conn.execute(
+                update(schema.documents)
+                .where(DOC.doc_id == bindparam("b_doc_id"))
+                .values(status=bindparam("b_status"), error=bindparam("b_error"), updated_at=now),
+                [
+                    {"b_doc_id": i["doc_id"], "b_status": i["status"], "b_error": clip_error(i["error"])}
+                    for i in outcomes
+                ],
+            )
+
+    def set_stage(
+        self, run_id: int, stage: str, status: str, *, duration_ms: float | None = None, chunk_count: int | None = None
+    ) -> None:
+        """Record one stage's status (and duration) of a run."""
+        name = stage.lower()
+        values: dict[str, Any] = {f"{name}_status": status}
+        if duration_ms is not None:
+            values[f"{name}_ms"] = duration_ms
+        if chunk_count is not None:
+            values["chunk_count"] = chunk_count
+        with self._tx() as conn:
+            conn.execute(update(schema.pipeline_runs).where(RUN.run_id == run_id).values(**values))
+
+    def finish_run(
+        self,
+        run_id: int,
+        status: str,
+        *,
+        total_ms: float,
+        failed_stage: str | None = None,
+        recover_from_stage: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Close a run as SUCCESS or FAILED (with the failed stage and where to resume)."""
+        with self._tx() as conn:
+            conn.execute(
+                update(schema.pipeline_runs)
+                .where(RUN.run_id == run_id)
+                .values(
+                    status=status,
+                    total_ms=total_ms,
+                    failed_stage=failed_stage,
+                    recover_from_stage=recover_from_stage,
+                    error=clip_error(error),
+                    finished_at=utcnow(),
+                )
+            )
+
+    def runs(self, *, doc_id: int | None = None, job_id: str | None = None, status: str | None = None) -> list[RunRow]:
+        """Pipeline runs, newest first."""
+        cond = []
+        if doc_id is not None:
+            cond.append(RUN.doc_id == doc_id)
+        if job_id is not None:
+            cond.append(RUN.job_id == job_id)
+        if status is not None:
+            cond.append(RUN.status == status)
+        with self._tx() as conn:
+            rows = conn.execute(select(schema.pipeline_runs).where(*cond).order_by(RUN.run_id.desc())).all()
+        return [run_row(r._mapping) for r in rows]
+
+    def latest_runs(self, status: str | None = None) -> list[RunRow]:
+        """The newest run of every document (optionally only those with ``status``)."""
+        with self._tx() as conn:
+            newest = select(func.max(RUN.run_id)).group_by(RUN.doc_id).scalar_subquery()
+            query = select(schema.pipeline_runs).where(RUN.run_id.in_(newest))
+            if status is not None:
+                query = query.where(RUN.status == status)
+            return [run_row(r._mapping) for r in conn.execute(query.order_by(RUN.doc_id))]
+
+
+def insert_run(conn: Connection, doc_id: int, *, job_id: str | None, enabled: set[str], now: datetime) -> int:
+    """Open a run inside the caller's transaction; stages of disabled kinds are SKIPPED."""
+
+    def pending_if_enabled(kind: VectorKind) -> RunStatus:
+        return RunStatus.PENDING if kind in enabled else RunStatus.SKIPPED
+
+    result = conn.execute(
+        insert(schema.pipeline_runs).values(
+            doc_id=doc_id,
+            job_id=job_id,
+            status=RunStatus.PROCESSING,
+            chunking_status=RunStatus.PENDING,
+            dense_status=RunStatus.PENDING,
+            bm25_status=pending_if_enabled(VectorKind.BM25),
+            sparse_status=pending_if_enabled(VectorKind.SPARSE),
+            chunk_count=0,
+            started_at=now,
+        )
+    )
+    return new_id(result.inserted_primary_key)
