@@ -19,6 +19,8 @@ from ragindex import factory
 from ragindex.config.settings import Settings
 from ragindex.errors import FingerprintMismatchError
 from ragindex.store.records import IndexMeta
+from ragindex.store.states import CollectionState, IndexStatus
+from ragindex.types import VectorKind
 
 if TYPE_CHECKING:
     from ragindex.chunking.protocol import Chunker
@@ -42,15 +44,20 @@ class Engine:
 
     Args:
         settings: Validated settings (default: read from the environment and ``.env``).
+        index_wrapper: Applied once to the index when it is built; the engine then uses what it returns
+            (the service passes one that runs every index call on its single index thread).
 
     Use as a context manager, or call :meth:`close`: the embedded index is owned by one process.
     """
 
-    def __init__(self, settings: Settings | None = None) -> None:
+    def __init__(
+        self, settings: Settings | None = None, *, index_wrapper: Callable[[VectorIndex], VectorIndex] | None = None
+    ) -> None:
         self.settings = settings or Settings()
         self.store = factory.build_store(self.settings)
         self.sparse = factory.build_sparse_encoders(self.settings)
         self._index: VectorIndex | None = None
+        self._index_wrapper = index_wrapper
         self._dense: DenseEncoder | None = None
         self._chunker: Chunker | None = None
         self._reranker: Reranker | None = None
@@ -83,7 +90,8 @@ class Engine:
         if self._index is None:
             with self._parts_lock:
                 if self._index is None:
-                    self._index = factory.build_index(self.settings)
+                    index = factory.build_index(self.settings)
+                    self._index = index if self._index_wrapper is None else self._index_wrapper(index)
         return self._index
 
     @property
@@ -115,7 +123,7 @@ class Engine:
 
     def read_collection(self) -> str | None:
         """The collection searches read (the ACTIVE one), checked against the configured models; None if empty."""
-        active = [m for m in self.store.list_index_meta() if m.state == "ACTIVE"]
+        active = [m for m in self.store.list_index_meta() if m.state == CollectionState.ACTIVE]
         if not active:
             return None
         self._check_meta(active[0])
@@ -127,12 +135,12 @@ class Engine:
         if collection is not None:
             return collection
         name = self.settings.collection_prefix
-        self.store.put_index_meta(self._meta_for(name, state="ACTIVE"))
+        self.store.put_index_meta(self._meta_for(name, state=CollectionState.ACTIVE))
         return name
 
     def _meta_for(self, collection: str, *, state: str, dense: DenseEncoder | None = None) -> IndexMeta:
         encoder = dense or self.dense
-        bm25 = self.sparse.get("bm25")
+        bm25 = self.sparse.get(VectorKind.BM25)
         return IndexMeta(
             collection=collection,
             backend=self.settings.index_backend,
@@ -146,7 +154,7 @@ class Engine:
 
     def _sparse_name(self) -> str | None:
         """Name of the configured learned sparse encoder (recorded as ``index_meta.sparse_model``), or None."""
-        provider = self.sparse.get("sparse")
+        provider = self.sparse.get(VectorKind.SPARSE)
         return provider.name if provider is not None else None
 
     def _check_sparse_meta(self, meta: IndexMeta) -> None:
@@ -182,7 +190,7 @@ class Engine:
                 "`ragindex reindex --into NAME` (searches keep using the old one until it is complete).",
                 collection=meta.collection,
             )
-        bm25 = self.sparse.get("bm25")
+        bm25 = self.sparse.get(VectorKind.BM25)
         expected = getattr(bm25, "config", None)
         if bm25 is not None and meta.bm25_config is not None and dict(meta.bm25_config) != expected:
             raise FingerprintMismatchError(
@@ -233,7 +241,7 @@ class Engine:
             self.indexer,
             factory.build_loaders(self.settings),
             lambda: self.chunker,
-            kinds=("dense", *self.sparse),
+            kinds=self.kinds,
             bucket_count=self.settings.bucket_count,
             max_file_bytes=self.settings.max_file_bytes,
             max_attempts=self.settings.max_attempts,
@@ -327,7 +335,7 @@ class Engine:
     @property
     def kinds(self) -> tuple[str, ...]:
         """Enabled vector kinds in stage order (dense first)."""
-        return ("dense", *self.sparse)
+        return (VectorKind.DENSE, *self.sparse)
 
     def _active_indexer(self) -> Indexer | None:
         """Index stages bound to the ACTIVE collection, or None when no collection was recorded yet."""
@@ -374,7 +382,7 @@ class Engine:
 
         builders: list[tuple[IndexMeta, CollectionBuilder | None]] = []
         for meta in self.store.list_index_meta():
-            if meta.state != "BUILDING":
+            if meta.state != CollectionState.BUILDING:
                 continue
             builder = None
             if meta.dense_fingerprint == self.dense.fingerprint:
@@ -436,13 +444,15 @@ class Engine:
         """
         from ragindex.pipeline.repair import explicit_reindex
 
-        return explicit_reindex(self.store, self.indexer, self.kinds, ids, from_statuses=("FAILED",))
+        return explicit_reindex(self.store, self.indexer, self.kinds, ids, from_statuses=(IndexStatus.FAILED,))
 
     def reindex_chunks(self, ids: Sequence[str]) -> dict[str, Any]:
         """Rebuild the copies of the given chunks, FAILED or SUCCESS (an INDEXING claim is left to its owner)."""
         from ragindex.pipeline.repair import explicit_reindex
 
-        return explicit_reindex(self.store, self.indexer, self.kinds, ids, from_statuses=("FAILED", "SUCCESS"))
+        return explicit_reindex(
+            self.store, self.indexer, self.kinds, ids, from_statuses=(IndexStatus.FAILED, IndexStatus.SUCCESS)
+        )
 
     def reindex_into(
         self,
@@ -485,7 +495,7 @@ class Engine:
         return reindex_into(
             self.store,
             self.index,
-            self._meta_for(name, state="BUILDING", dense=encoder),
+            self._meta_for(name, state=CollectionState.BUILDING, dense=encoder),
             builder,
             drop_old=drop_old,
             configured_fingerprint=self.dense.fingerprint,

@@ -109,3 +109,28 @@ def test_index_thread_runs_calls_on_one_thread_and_reenters() -> None:
     thread.shutdown()
     assert results == [2] * 5
     assert len(seen) == 1 and threading.get_ident() not in seen
+
+
+def test_serial_index_runs_every_method_on_the_index_thread() -> None:
+    thread = IndexThread()
+    seen: list[tuple[str, int]] = []
+
+    class Recording:
+        backend = "fake"
+
+        def count(self, collection: str, bucket: int) -> int:
+            seen.append(("count", threading.get_ident()))
+            return 7
+
+        def fused_search(self, collection: str, bucket: int, queries: object, tenant: object, **kwargs: object):
+            seen.append(("fused_search", threading.get_ident()))
+            return [(collection, float(kwargs["limit"]))]
+
+    index = thread.serial(Recording())
+    assert index.backend == "fake"
+    assert index.count("c", 0) == 7
+    assert index.fused_search("c", 0, [], None, limit=3, candidates=9, fusion="rrf") == [("c", 3.0)]
+    assert thread.submit(index.count, "c", 1).result() == 7  # already on the index thread: a direct call
+    thread.shutdown()
+    assert [name for name, _ in seen] == ["count", "fused_search", "count"]
+    assert len({ident for _, ident in seen}) == 1 and threading.get_ident() not in {ident for _, ident in seen}

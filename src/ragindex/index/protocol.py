@@ -17,10 +17,6 @@ import numpy as np
 
 from ragindex.types import SparseVector
 
-DENSE = "dense"
-BM25 = "bm25"
-SPARSE = "sparse"
-
 
 @dataclass(frozen=True, slots=True)
 class DensePoint:

@@ -22,18 +22,18 @@ from pathlib import Path
 from typing import Any
 
 from ragindex.errors import IndexBackendError, IndexLockedError, ValidationError
-from ragindex.index.protocol import BM25, DENSE, SPARSE, DensePoint, ScoredIds, TenantFilter, VectorQuery
+from ragindex.index import _qdrant
+from ragindex.index._qdrant import PAYLOAD_INDEXES, SCROLL_PAGE, QdrantSearch, QueryPlan
+from ragindex.index.protocol import DensePoint, ScoredIds
 from ragindex.index.routing import physical_name
-from ragindex.types import SparseVector
+from ragindex.types import SparseVector, VectorKind
 
 log = logging.getLogger(__name__)
 
 _OWNER_FILE = "owner.json"
-_PAYLOAD_INDEXES = ("user_id", "set_id", "doc_id")
-_SCROLL_PAGE = 2048
 
 
-class QdrantEdgeIndex:
+class QdrantEdgeIndex(QdrantSearch):
     """Qdrant Edge shards under ``root`` (``<data_dir>/index``), opened lazily and kept open.
 
     Args:
@@ -52,9 +52,6 @@ class QdrantEdgeIndex:
         self._owner_written = False
 
     # ------------------------------------------------------------------ shard lifecycle
-    def _path(self, collection: str, bucket: int) -> Path:
-        return self.root / physical_name(collection, bucket)
-
     def has_bucket(self, collection: str, bucket: int) -> bool:
         """Whether the bucket's shard exists on disk."""
         name = physical_name(collection, bucket)
@@ -76,11 +73,11 @@ class QdrantEdgeIndex:
                 if exists:
                     shard = q.EdgeShard.load(str(path))
                     # a process killed between create and the payload indexes left a shard without them
-                    missing = [f for f in _PAYLOAD_INDEXES if f not in shard.info().payload_schema]
+                    missing = [f for f in PAYLOAD_INDEXES if f not in shard.info().payload_schema]
                 else:
                     path.mkdir(parents=True, exist_ok=True)
                     shard = q.EdgeShard.create(str(path), self._config(create_dim or 0))
-                    missing = list(_PAYLOAD_INDEXES)
+                    missing = list(PAYLOAD_INDEXES)
                 for field in missing:
                     params = q.IntegerIndexParams(lookup=True, range=False, is_principal=field == "user_id")
                     shard.update(q.UpdateOperation.create_field_index(field, params))
@@ -94,10 +91,10 @@ class QdrantEdgeIndex:
     def _config(self, dim: int) -> Any:
         q = self._q
         return q.EdgeConfig(
-            vectors={DENSE: q.EdgeVectorParams(size=dim, distance=q.Distance.Cosine)},
+            vectors={VectorKind.DENSE: q.EdgeVectorParams(size=dim, distance=q.Distance.Cosine)},
             sparse_vectors={
-                BM25: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf),
-                SPARSE: q.EdgeSparseVectorParams(),
+                VectorKind.BM25: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf),
+                VectorKind.SPARSE: q.EdgeSparseVectorParams(),
             },
             max_search_threads=1,  # many shards in one process on 2 cores: one search thread each
         )
@@ -154,12 +151,6 @@ class QdrantEdgeIndex:
                     pass
                 self._owner_written = False
 
-    def flush(self) -> None:
-        """Persist every open shard (a durability point and a fast reopen)."""
-        with self._lock, self._errors("flush"):
-            for shard in self._shards.values():
-                shard.flush()
-
     # ------------------------------------------------------------------ writes
     def upsert_dense(self, collection: str, bucket: int, points: Sequence[DensePoint]) -> None:
         """Write whole points (dense vector + payload), creating the shard on first write."""
@@ -171,8 +162,8 @@ class QdrantEdgeIndex:
         batch = [
             q.Point(
                 id=p.chunk_id,
-                vector={DENSE: p.vector.tolist()},
-                payload={"chunk_id": p.chunk_id, "user_id": p.user_id, "set_id": p.set_id, "doc_id": p.doc_id},
+                vector={VectorKind.DENSE: p.vector.tolist()},
+                payload=_qdrant.payload(p),
             )
             for p in points
         ]
@@ -213,84 +204,37 @@ class QdrantEdgeIndex:
             shard.update(self._q.UpdateOperation.set_payload([chunk_id], dict(payload)))
 
     # ------------------------------------------------------------------ reads
-    def _filter(self, tenant: TenantFilter) -> Any:
-        q = self._q
-        must = [
-            q.FieldCondition("user_id", match=q.MatchValue(tenant.user_id)),
-            q.FieldCondition("set_id", match=q.MatchValue(tenant.set_id)),
-        ]
-        if tenant.doc_ids:
-            must.append(q.FieldCondition("doc_id", match=q.MatchAny(list(tenant.doc_ids))))
-        return q.Filter(must=must)
-
-    def _query_vector(self, query: VectorQuery) -> Any:
-        if query.dense is not None:
-            return query.dense.tolist()
-        if query.sparse is not None:
-            return self._q.SparseVector(list(query.sparse.indices), list(query.sparse.values))
-        raise ValidationError("query", "a vector query needs a dense or a sparse vector")
-
-    def search(
-        self,
-        collection: str,
-        bucket: int,
-        query: VectorQuery,
-        tenant: TenantFilter,
-        *,
-        limit: int,
-        score_threshold: float | None = None,
-    ) -> ScoredIds:
-        """Nearest points for one source, restricted to the tenant."""
+    def _query(self, collection: str, bucket: int, plan: QueryPlan) -> ScoredIds:
         shard = self._shard(collection, bucket)
         if shard is None:
             log.warning("collection %s bucket %s does not exist: no hits", collection, bucket)
             return []
         q = self._q
-        request = q.QueryRequest(
-            limit=limit,
-            query=q.Query.Nearest(self._query_vector(query), using=query.using),
-            filter=self._filter(tenant),
-            score_threshold=score_threshold,
-            with_payload=False,
-            with_vector=False,
-        )
-        with self._errors("query"):
-            points = shard.query(request)
-        return [(str(p.id), float(p.score)) for p in points]
-
-    def fused_search(
-        self,
-        collection: str,
-        bucket: int,
-        queries: Sequence[VectorQuery],
-        tenant: TenantFilter,
-        *,
-        limit: int,
-        candidates: int,
-        fusion: str,
-        rrf_k: int = 60,
-        weights: Sequence[float] | None = None,
-    ) -> ScoredIds:
-        """Qdrant's own prefetch + fusion (RRF with k and weights, or DBSF)."""
-        shard = self._shard(collection, bucket)
-        if shard is None:
-            log.warning("collection %s bucket %s does not exist: no hits", collection, bucket)
-            return []
-        q = self._q
-        if fusion == "rrf":
-            fusion_query = q.Fusion.Rrf(k=rrf_k, weights=list(weights) if weights else None)
-        elif fusion == "dbsf":
-            fusion_query = q.Fusion.Dbsf()
+        flt = _qdrant.tenant_filter(q, plan.tenant)
+        if plan.fusion is None:
+            (source,) = plan.sources
+            request = q.QueryRequest(
+                limit=plan.limit,
+                query=q.Query.Nearest(_qdrant.query_vector(q, source), using=source.using),
+                filter=flt,
+                score_threshold=plan.score_threshold,
+                with_payload=False,
+                with_vector=False,
+            )
         else:
-            raise ValidationError("fusion", f"Qdrant fuses only rrf and dbsf, not {fusion!r}")
-        prefetches = [
-            q.Prefetch(limit=candidates, query=q.Query.Nearest(self._query_vector(vq), using=vq.using))
-            for vq in queries
-        ]
-        request = q.QueryRequest(
-            limit=limit, prefetches=prefetches, query=fusion_query, filter=self._filter(tenant), with_payload=False
-        )
-        with self._errors("fused query"):
+            fusion = (
+                q.Fusion.Rrf(k=plan.fusion.k, weights=plan.fusion.weights)
+                if isinstance(plan.fusion, _qdrant.Rrf)
+                else q.Fusion.Dbsf()
+            )
+            prefetches = [
+                q.Prefetch(limit=plan.candidates, query=q.Query.Nearest(_qdrant.query_vector(q, vq), using=vq.using))
+                for vq in plan.sources
+            ]
+            request = q.QueryRequest(
+                limit=plan.limit, prefetches=prefetches, query=fusion, filter=flt, with_payload=False
+            )
+        with self._errors(plan.what):
             points = shard.query(request)
         return [(str(p.id), float(p.score)) for p in points]
 
@@ -305,10 +249,15 @@ class QdrantEdgeIndex:
         with self._errors("scroll"):
             while True:
                 page, offset = shard.scroll(
-                    q.ScrollRequest(offset=offset, limit=_SCROLL_PAGE, with_payload=False, with_vector=[BM25, SPARSE])
+                    q.ScrollRequest(
+                        offset=offset,
+                        limit=SCROLL_PAGE,
+                        with_payload=False,
+                        with_vector=[VectorKind.BM25, VectorKind.SPARSE],
+                    )
                 )
                 for record in page:
-                    names = {DENSE} | set((record.vector or {}).keys())
+                    names = {VectorKind.DENSE} | set((record.vector or {}).keys())
                     out[str(record.id)] = frozenset(names)
                 if offset is None:
                     break

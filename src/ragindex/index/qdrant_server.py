@@ -34,18 +34,18 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar
 
-from ragindex.errors import ConfigurationError, IndexBackendError, RagindexError, ValidationError
-from ragindex.index.protocol import BM25, DENSE, SPARSE, DensePoint, ScoredIds, TenantFilter, VectorQuery
+from ragindex.errors import ConfigurationError, IndexBackendError, RagindexError
+from ragindex.index import _qdrant
+from ragindex.index._qdrant import PAYLOAD_INDEXES, SCROLL_PAGE, QdrantSearch, QueryPlan
+from ragindex.index.protocol import DensePoint, ScoredIds
 from ragindex.index.routing import physical_name
-from ragindex.types import SparseVector
+from ragindex.types import SparseVector, VectorKind
 
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient, models
 
 log = logging.getLogger(__name__)
 
-_PAYLOAD_INDEXES = ("user_id", "set_id", "doc_id")
-_SCROLL_PAGE = 2048
 _T = TypeVar("_T")
 
 _LOCAL_MISSING_COLLECTION = re.compile(r"^Collection .* not found$")
@@ -92,7 +92,7 @@ def _classify(exc: BaseException) -> _Failure:
     return _Failure.OTHER
 
 
-class QdrantServerIndex:
+class QdrantServerIndex(QdrantSearch):
     """Bucket collections on a Qdrant server, or in qdrant-client's local mode (tests, small setups).
 
     Args:
@@ -156,9 +156,6 @@ class QdrantServerIndex:
             except Exception as exc:  # closing must not mask the caller's own error
                 log.warning("closing the qdrant client (%s) failed: %s", self._where, exc)
 
-    def flush(self) -> None:
-        """Nothing to do: every write is sent with ``wait=True`` and is durable once acknowledged."""
-
     def __enter__(self) -> QdrantServerIndex:
         return self
 
@@ -204,7 +201,8 @@ class QdrantServerIndex:
         warn: bool = True,
     ) -> _T | None:
         """Like :meth:`_call`, but a missing collection or named vector is "no data": ``None`` (+ a warning)."""
-        with self._lock if self._local else contextlib.nullcontext():
+
+        def read() -> _T | None:
             try:
                 return fn()
             except RagindexError:
@@ -220,7 +218,9 @@ class QdrantServerIndex:
                         "collection %s bucket %s has no vector %r configured: no hits", collection, bucket, using
                     )
                     return None
-                raise self._error(what, exc) from exc
+                raise  # translated by _call
+
+        return self._call(what, read)
 
     # ------------------------------------------------------------------ collections
     def has_bucket(self, collection: str, bucket: int) -> bool:
@@ -248,10 +248,12 @@ class QdrantServerIndex:
                     try:
                         client.create_collection(
                             name,
-                            vectors_config={DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
+                            vectors_config={
+                                VectorKind.DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)
+                            },
                             sparse_vectors_config={
-                                BM25: models.SparseVectorParams(modifier=models.Modifier.IDF),
-                                SPARSE: models.SparseVectorParams(),
+                                VectorKind.BM25: models.SparseVectorParams(modifier=models.Modifier.IDF),
+                                VectorKind.SPARSE: models.SparseVectorParams(),
                             },
                         )
                     except Exception:
@@ -259,7 +261,7 @@ class QdrantServerIndex:
                             raise
                 if self._local:  # local mode ignores payload indexes and warns about them
                     return
-                for field in _PAYLOAD_INDEXES:
+                for field in PAYLOAD_INDEXES:
                     if field in existing:
                         continue
                     # integer indexes have no is_tenant flag; is_principal groups storage by user_id (as on Edge)
@@ -302,8 +304,8 @@ class QdrantServerIndex:
         batch = [
             models.PointStruct(
                 id=p.chunk_id,
-                vector={DENSE: [float(x) for x in p.vector.tolist()]},
-                payload={"chunk_id": p.chunk_id, "user_id": p.user_id, "set_id": p.set_id, "doc_id": p.doc_id},
+                vector={VectorKind.DENSE: [float(x) for x in p.vector.tolist()]},
+                payload=_qdrant.payload(p),
             )
             for p in points
         ]
@@ -369,104 +371,47 @@ class QdrantServerIndex:
                     raise self._error("set_payload", exc) from exc
 
     # ------------------------------------------------------------------ reads
-    @staticmethod
-    def _filter(tenant: TenantFilter) -> models.Filter:
+    def _query(self, collection: str, bucket: int, plan: QueryPlan) -> ScoredIds:
         from qdrant_client import models
 
-        must: list[models.Condition] = [
-            models.FieldCondition(key="user_id", match=models.MatchValue(value=tenant.user_id)),
-            models.FieldCondition(key="set_id", match=models.MatchValue(value=tenant.set_id)),
-        ]
-        if tenant.doc_ids:
-            must.append(models.FieldCondition(key="doc_id", match=models.MatchAny(any=list(tenant.doc_ids))))
-        return models.Filter(must=must)
-
-    @staticmethod
-    def _query_vector(query: VectorQuery) -> list[float] | models.SparseVector:
-        from qdrant_client import models
-
-        if query.dense is not None:
-            return [float(x) for x in query.dense.tolist()]
-        if query.sparse is not None:
-            return models.SparseVector(indices=list(query.sparse.indices), values=list(query.sparse.values))
-        raise ValidationError("query", "a vector query needs a dense or a sparse vector")
-
-    def search(
-        self,
-        collection: str,
-        bucket: int,
-        query: VectorQuery,
-        tenant: TenantFilter,
-        *,
-        limit: int,
-        score_threshold: float | None = None,
-    ) -> ScoredIds:
-        """Nearest points for one source, restricted to the tenant."""
         name = physical_name(collection, bucket)
-        vector = self._query_vector(query)
-        flt = self._filter(tenant)
-        response = self._read(
-            "query",
-            collection,
-            bucket,
-            lambda: self._client.query_points(
+        flt = _qdrant.tenant_filter(models, plan.tenant)
+        if plan.fusion is None:
+            (source,) = plan.sources
+            query = functools.partial(
+                self._client.query_points,
                 name,
-                query=vector,
-                using=query.using,
+                query=_qdrant.query_vector(models, source),
+                using=source.using,
                 query_filter=flt,
-                limit=limit,
-                score_threshold=score_threshold,
+                limit=plan.limit,
+                score_threshold=plan.score_threshold,
                 with_payload=False,
                 with_vectors=False,
-            ),
-            using=query.using,
-        )
-        if response is None:
-            return []
-        return [(str(p.id), float(p.score)) for p in response.points]
-
-    def fused_search(
-        self,
-        collection: str,
-        bucket: int,
-        queries: Sequence[VectorQuery],
-        tenant: TenantFilter,
-        *,
-        limit: int,
-        candidates: int,
-        fusion: str,
-        rrf_k: int = 60,
-        weights: Sequence[float] | None = None,
-    ) -> ScoredIds:
-        """Server-side prefetch + fusion (RRF with explicit k and weights, or DBSF)."""
-        from qdrant_client import models
-
-        fusion_query: models.RrfQuery | models.FusionQuery
-        if fusion == "rrf":
-            # never plain FusionQuery(RRF): local mode would use k=2
-            fusion_query = models.RrfQuery(rrf=models.Rrf(k=rrf_k, weights=list(weights) if weights else None))
-        elif fusion == "dbsf":
-            fusion_query = models.FusionQuery(fusion=models.Fusion.DBSF)
+            )
         else:
-            raise ValidationError("fusion", f"Qdrant fuses only rrf and dbsf, not {fusion!r}")
-        name = physical_name(collection, bucket)
-        flt = self._filter(tenant)
-        prefetch = [
-            models.Prefetch(query=self._query_vector(vq), using=vq.using, limit=candidates, filter=flt)
-            for vq in queries
-        ]
-        response = self._read(
-            "fused query",
-            collection,
-            bucket,
-            lambda: self._client.query_points(
-                name, prefetch=prefetch, query=fusion_query, query_filter=flt, limit=limit, with_payload=False
-            ),
-            using=",".join(vq.using for vq in queries),
-        )
-        if response is None:
-            return []
-        return [(str(p.id), float(p.score)) for p in response.points]
+            fusion: models.RrfQuery | models.FusionQuery
+            if isinstance(plan.fusion, _qdrant.Rrf):  # never plain FusionQuery(RRF): local mode would use k=2
+                fusion = models.RrfQuery(rrf=models.Rrf(k=plan.fusion.k, weights=plan.fusion.weights))
+            else:
+                fusion = models.FusionQuery(fusion=models.Fusion.DBSF)
+            prefetch = [
+                models.Prefetch(
+                    query=_qdrant.query_vector(models, vq), using=vq.using, limit=plan.candidates, filter=flt
+                )
+                for vq in plan.sources
+            ]
+            query = functools.partial(
+                self._client.query_points,
+                name,
+                prefetch=prefetch,
+                query=fusion,
+                query_filter=flt,
+                limit=plan.limit,
+                with_payload=False,
+            )
+        response = self._read(plan.what, collection, bucket, query, using=plan.using)
+        return [] if response is None else [(str(p.id), float(p.score)) for p in response.points]
 
     def vectors_present(self, collection: str, bucket: int) -> dict[str, frozenset[str]]:
         """Every point id of a bucket with the names of the vectors it holds (``dense`` always)."""
@@ -481,10 +426,10 @@ class QdrantServerIndex:
                 functools.partial(
                     self._client.scroll,
                     name,
-                    limit=_SCROLL_PAGE,
+                    limit=SCROLL_PAGE,
                     offset=offset,
                     with_payload=False,
-                    with_vectors=[BM25, SPARSE],
+                    with_vectors=[VectorKind.BM25, VectorKind.SPARSE],
                 ),
                 warn=False,
             )
@@ -493,7 +438,7 @@ class QdrantServerIndex:
             records, offset = page
             for record in records:
                 vector = record.vector if isinstance(record.vector, dict) else {}
-                out[str(record.id)] = frozenset({DENSE} | set(vector))
+                out[str(record.id)] = frozenset({VectorKind.DENSE} | set(vector))
             if offset is None:
                 return out
 

@@ -11,20 +11,20 @@ ingest job encodes chunks on its own thread (torch releases the GIL in its kerne
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
 from ragindex.config.settings import Settings
 from ragindex.encoders.protocol import DenseEncoder
 from ragindex.engine import Engine
-from ragindex.index.protocol import DensePoint, ScoredIds, TenantFilter, VectorIndex, VectorQuery
-from ragindex.types import SparseVector
+from ragindex.index.protocol import VectorIndex
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -63,9 +63,18 @@ class IndexThread:
         """Finish queued calls and stop the thread."""
         self._pool.shutdown(wait=True)
 
+    def serial(self, index: VectorIndex) -> VectorIndex:
+        """``index`` with every call run on this thread (an ``index_wrapper`` of :class:`~ragindex.engine.Engine`)."""
+        # SerialIndex forwards each VectorIndex method by name instead of restating it, so mypy cannot see them
+        return cast("VectorIndex", SerialIndex(index, self))
+
 
 class SerialIndex:
-    """A :class:`VectorIndex` whose every call runs on the :class:`IndexThread`.
+    """A proxy of a :class:`VectorIndex` whose every method runs on the :class:`IndexThread`.
+
+    Methods are forwarded by name (:meth:`__getattr__`), so the proxy restates no signature of the
+    Protocol; attributes that are not callable (``backend``) are read from the index directly.
+    :meth:`IndexThread.serial` creates it typed as the :class:`VectorIndex` it stands for.
 
     Args:
         inner: The index (Qdrant Edge, or a Qdrant server through qdrant-client).
@@ -75,89 +84,20 @@ class SerialIndex:
     def __init__(self, inner: VectorIndex, thread: IndexThread) -> None:
         self.inner = inner
         self.thread = thread
-        self.backend = inner.backend
 
-    def upsert_dense(self, collection: str, bucket: int, points: Sequence[DensePoint]) -> None:
-        """See :meth:`VectorIndex.upsert_dense`."""
-        self.thread.call(self.inner.upsert_dense, collection, bucket, points)
+    def __getattr__(self, name: str) -> Any:
+        if name in ("inner", "thread"):  # not set yet (copy, pickle): never recurse
+            raise AttributeError(name)
+        attr = getattr(self.inner, name)
+        if not callable(attr):
+            return attr
 
-    def update_sparse(self, collection: str, bucket: int, name: str, vectors: Mapping[str, SparseVector]) -> None:
-        """See :meth:`VectorIndex.update_sparse`."""
-        self.thread.call(self.inner.update_sparse, collection, bucket, name, vectors)
+        @functools.wraps(attr)
+        def on_index_thread(*args: Any, **kwargs: Any) -> Any:
+            return self.thread.call(attr, *args, **kwargs)
 
-    def delete_points(self, collection: str, bucket: int, chunk_ids: Sequence[str]) -> None:
-        """See :meth:`VectorIndex.delete_points`."""
-        self.thread.call(self.inner.delete_points, collection, bucket, chunk_ids)
-
-    def set_payload(self, collection: str, bucket: int, chunk_id: str, payload: Mapping[str, object]) -> None:
-        """See :meth:`VectorIndex.set_payload`."""
-        self.thread.call(self.inner.set_payload, collection, bucket, chunk_id, payload)
-
-    def search(
-        self,
-        collection: str,
-        bucket: int,
-        query: VectorQuery,
-        tenant: TenantFilter,
-        *,
-        limit: int,
-        score_threshold: float | None = None,
-    ) -> ScoredIds:
-        """See :meth:`VectorIndex.search`."""
-        return self.thread.call(
-            self.inner.search, collection, bucket, query, tenant, limit=limit, score_threshold=score_threshold
-        )
-
-    def fused_search(
-        self,
-        collection: str,
-        bucket: int,
-        queries: Sequence[VectorQuery],
-        tenant: TenantFilter,
-        *,
-        limit: int,
-        candidates: int,
-        fusion: str,
-        rrf_k: int = 60,
-        weights: Sequence[float] | None = None,
-    ) -> ScoredIds:
-        """See :meth:`VectorIndex.fused_search`."""
-        return self.thread.call(
-            self.inner.fused_search,
-            collection,
-            bucket,
-            queries,
-            tenant,
-            limit=limit,
-            candidates=candidates,
-            fusion=fusion,
-            rrf_k=rrf_k,
-            weights=weights,
-        )
-
-    def vectors_present(self, collection: str, bucket: int) -> dict[str, frozenset[str]]:
-        """See :meth:`VectorIndex.vectors_present`."""
-        return self.thread.call(self.inner.vectors_present, collection, bucket)
-
-    def count(self, collection: str, bucket: int) -> int:
-        """See :meth:`VectorIndex.count`."""
-        return self.thread.call(self.inner.count, collection, bucket)
-
-    def has_bucket(self, collection: str, bucket: int) -> bool:
-        """See :meth:`VectorIndex.has_bucket`."""
-        return self.thread.call(self.inner.has_bucket, collection, bucket)
-
-    def drop_collection(self, collection: str, bucket_count: int) -> None:
-        """See :meth:`VectorIndex.drop_collection`."""
-        self.thread.call(self.inner.drop_collection, collection, bucket_count)
-
-    def optimize(self, collection: str, bucket: int) -> bool:
-        """See :meth:`VectorIndex.optimize` (freezes the process on Edge: admin use only)."""
-        return self.thread.call(self.inner.optimize, collection, bucket)
-
-    def close(self) -> None:
-        """See :meth:`VectorIndex.close`."""
-        self.thread.call(self.inner.close)
+        setattr(self, name, on_index_thread)  # found directly from now on
+        return on_index_thread
 
 
 class BatchingQueryEncoder:
@@ -275,21 +215,11 @@ class ServiceEngine(Engine):
     """
 
     def __init__(self, settings: Settings, *, query_batch_max: int = 64, query_torch_threads: int = 1) -> None:
-        super().__init__(settings.model_copy(update={"optimize_min_points": 0}))
         self.index_thread = IndexThread()
+        super().__init__(settings.model_copy(update={"optimize_min_points": 0}), index_wrapper=self.index_thread.serial)
         self._query_batch_max = query_batch_max
         self._query_torch_threads = query_torch_threads
         self._batching: BatchingQueryEncoder | None = None
-
-    @property
-    def index(self) -> VectorIndex:
-        """The vector index behind the index thread (opened there, on first use)."""
-        if self._index is None:
-            from ragindex import factory
-
-            inner = self.index_thread.call(factory.build_index, self.settings)
-            self._index = SerialIndex(inner, self.index_thread)
-        return self._index
 
     @property
     def dense(self) -> DenseEncoder:

@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from ragindex.service.deps import AdminDep, CallerDep, StateDep
+from ragindex.service.job_state import JobState
 from ragindex.service.schemas import KeyInfo, RepairRequest
 
 router = APIRouter(prefix="/v1", tags=["admin"])
@@ -22,7 +23,7 @@ def whoami(caller: CallerDep) -> KeyInfo:
 def status(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
     """Documents and chunks per status per set, the collections, and the job queue."""
     out = state.engine.status()
-    out["jobs"] = {"queued": state.jobs.depth, "running": state.jobs.current}
+    out["jobs"] = {JobState.QUEUED: state.jobs.depth, JobState.RUNNING: state.jobs.current}  # count, job id
     return out
 
 

@@ -12,6 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from ragindex.errors import NotFoundError, ValidationError
 from ragindex.service import uploads
 from ragindex.service.deps import CallerDep, StateDep
+from ragindex.service.job_state import JobState
 from ragindex.service.schemas import MAX_ID, JobAccepted
 from ragindex.store.records import DocumentRow
 from ragindex.store.states import Lifecycle
@@ -46,7 +47,7 @@ async def upload_documents(
     for upload, target in zip(files, targets, strict=True):
         await run_in_threadpool(uploads.save, upload.file, target)
     job_id = await run_in_threadpool(state.jobs.submit_ingest, user_id=caller.user_id, set_id=set_id, files=targets)
-    return JobAccepted(job_id=job_id, status="queued", files=names)
+    return JobAccepted(job_id=job_id, status=JobState.QUEUED, files=names)
 
 
 def _document(doc: DocumentRow) -> dict[str, Any]:

@@ -1,0 +1,130 @@
+"""What the two Qdrant backends share: the payload schema, the tenant filter, query vectors and queries.
+
+``qdrant_edge`` and ``qdrant_client.models`` give their filter, match and sparse-vector classes the
+same names and keyword arguments, so :func:`tenant_filter` and :func:`query_vector` take that module
+as ``models``. Their fusion queries differ, so :func:`fusion_of` only checks and describes the choice
+(:class:`Rrf` or :class:`Dbsf`) and each backend builds its own query from it.
+
+:class:`QdrantSearch` holds :meth:`~QdrantSearch.search` and :meth:`~QdrantSearch.fused_search` once: each
+describes its query as a :class:`QueryPlan`, and a backend runs plans in its ``_query``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ragindex.errors import ValidationError
+from ragindex.index.protocol import DensePoint, ScoredIds, TenantFilter, VectorQuery
+
+PAYLOAD_INDEXES = ("user_id", "set_id", "doc_id")
+SCROLL_PAGE = 2048
+
+
+def payload(point: DensePoint) -> dict[str, Any]:
+    """The payload of a point: its chunk id and the tenant fields every query filters on."""
+    return {"chunk_id": point.chunk_id, "user_id": point.user_id, "set_id": point.set_id, "doc_id": point.doc_id}
+
+
+def tenant_filter(models: Any, tenant: TenantFilter) -> Any:
+    """The ``Filter`` of ``models`` (``qdrant_edge`` or ``qdrant_client.models``) scoping a query to a tenant."""
+    must = [
+        models.FieldCondition(key="user_id", match=models.MatchValue(value=tenant.user_id)),
+        models.FieldCondition(key="set_id", match=models.MatchValue(value=tenant.set_id)),
+    ]
+    if tenant.doc_ids:
+        must.append(models.FieldCondition(key="doc_id", match=models.MatchAny(any=list(tenant.doc_ids))))
+    return models.Filter(must=must)
+
+
+def query_vector(models: Any, query: VectorQuery) -> Any:
+    """The query's vector: a list of floats (dense) or a ``SparseVector`` of ``models``."""
+    if query.dense is not None:
+        return query.dense.tolist()
+    if query.sparse is not None:
+        return models.SparseVector(indices=list(query.sparse.indices), values=list(query.sparse.values))
+    raise ValidationError("query", "a vector query needs a dense or a sparse vector")
+
+
+@dataclass(frozen=True, slots=True)
+class Rrf:
+    """Reciprocal rank fusion, always with an explicit ``k`` (qdrant-client's local mode defaults to 2)."""
+
+    k: int
+    weights: list[float] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Dbsf:
+    """Distribution-based score fusion."""
+
+
+def fusion_of(fusion: str, rrf_k: int, weights: Sequence[float] | None) -> Rrf | Dbsf:
+    """The fusion named ``fusion``; a :class:`ValidationError` for any other name than ``rrf`` and ``dbsf``."""
+    if fusion == "rrf":
+        return Rrf(rrf_k, list(weights) if weights else None)
+    if fusion == "dbsf":
+        return Dbsf()
+    raise ValidationError("fusion", f"Qdrant fuses only rrf and dbsf, not {fusion!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPlan:
+    """One query of a bucket: the nearest points to one source, or the fusion of several prefetched sources."""
+
+    sources: tuple[VectorQuery, ...]
+    tenant: TenantFilter
+    limit: int
+    score_threshold: float | None = None
+    candidates: int = 0  # per prefetched source, when fused
+    fusion: Rrf | Dbsf | None = None
+
+    @property
+    def what(self) -> str:
+        """The operation, for error messages."""
+        return "query" if self.fusion is None else "fused query"
+
+    @property
+    def using(self) -> str:
+        """The vector names queried, for warnings."""
+        return ",".join(source.using for source in self.sources)
+
+
+class QdrantSearch(ABC):
+    """The search methods of :class:`~ragindex.index.protocol.VectorIndex`, run by a backend's ``_query``."""
+
+    @abstractmethod
+    def _query(self, collection: str, bucket: int, plan: QueryPlan) -> ScoredIds:
+        """Run ``plan`` on one bucket: (chunk_id, score) best first, ``[]`` (and a warning) if the bucket is missing."""
+
+    def search(
+        self,
+        collection: str,
+        bucket: int,
+        query: VectorQuery,
+        tenant: TenantFilter,
+        *,
+        limit: int,
+        score_threshold: float | None = None,
+    ) -> ScoredIds:
+        """Nearest points for one source, restricted to the tenant."""
+        return self._query(collection, bucket, QueryPlan((query,), tenant, limit, score_threshold=score_threshold))
+
+    def fused_search(
+        self,
+        collection: str,
+        bucket: int,
+        queries: Sequence[VectorQuery],
+        tenant: TenantFilter,
+        *,
+        limit: int,
+        candidates: int,
+        fusion: str,
+        rrf_k: int = 60,
+        weights: Sequence[float] | None = None,
+    ) -> ScoredIds:
+        """Qdrant's own prefetch + fusion (RRF with explicit k and weights, or DBSF)."""
+        plan = QueryPlan(tuple(queries), tenant, limit, candidates=candidates, fusion=fusion_of(fusion, rrf_k, weights))
+        return self._query(collection, bucket, plan)
