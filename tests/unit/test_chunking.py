@@ -579,19 +579,16 @@ def test_build_chunker_errors() -> None:
 
 def test_chunker_from_settings() -> None:
     from ragindex.chunking import chunker_from_settings
-    from ragindex.config.settings import Settings
+    from ragindex.config import ChunkingSettings, Settings
 
     structure = chunker_from_settings(
-        Settings.model_validate({"chunker": "structure", "chunk_tokens": 100, "chunk_token_overlap": 10})
+        ChunkingSettings(chunker="structure", chunk_tokens=100, chunk_token_overlap=10), tokenizer_model=MODEL
     )
     assert structure.config()["limit"] == 100
     assert structure.config()["tokenizer"] == MODEL
-    recursive = chunker_from_settings(
-        Settings.model_validate({"chunker": "recursive", "chunk_size": 300, "chunk_overlap": 30})
-    )
+    settings = Settings.model_validate({"chunker": "recursive", "chunk_size": 300, "chunk_overlap": 30})
+    recursive = chunker_from_settings(settings.chunking, tokenizer_model=settings.dense_model)
     assert recursive.config() == {"name": "recursive", "size": 300, "overlap": 30}
-    missing = Settings.model_validate(
-        {"chunker": "structure", "dense_model": "ragindex-test/definitely-not-a-cached-model"}
-    )
+    missing = ChunkingSettings(chunker="structure")
     with pytest.raises(ConfigurationError, match="not available locally"):
-        chunker_from_settings(missing)
+        chunker_from_settings(missing, tokenizer_model="ragindex-test/definitely-not-a-cached-model")

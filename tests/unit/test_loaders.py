@@ -388,10 +388,13 @@ def test_registry_unsupported_suffix_lists_supported():
 
 
 def test_build_registry_passes_record_settings(tmp_path):
-    from ragindex.config.settings import Settings
+    from ragindex.config import LoadingSettings, Settings
 
     settings = Settings(json_text_fields=["body"], json_id_field="key", json_metadata_fields=["lang"])
-    loader = build_registry(settings).for_path(Path("x.jsonl"))
+    assert settings.loading == LoadingSettings(
+        json_text_fields=["body"], json_id_field="key", json_metadata_fields=["lang"]
+    )
+    loader = build_registry(settings.loading).for_path(Path("x.jsonl"))
     path = tmp_path / "x.jsonl"
     (doc,) = _load(loader, path, _jsonl({"key": "k1", "body": "text", "lang": "fr", "drop": 1}))
     assert doc.source_uri == f"{path}#k1"

@@ -1,4 +1,4 @@
-"""Chunker selection by name (``Settings.chunker``)."""
+"""Chunker selection by name (``RAGINDEX_CHUNKER``, the ``chunking`` settings section)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ragindex.chunking.structure import StructureChunker
 from ragindex.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from ragindex.config.settings import Settings
+    from ragindex.config.sections import ChunkingSettings
 
 CHUNKER_NAMES: tuple[str, ...] = ("fixed", "recursive", "structure")
 
@@ -55,29 +55,30 @@ def build_chunker(
     )
 
 
-def chunker_from_settings(settings: Settings) -> Chunker:
-    """The chunker ``settings`` select; ``structure`` uses the tokenizer of ``settings.dense_model``.
+def chunker_from_settings(chunking: ChunkingSettings, *, tokenizer_model: str) -> Chunker:
+    """The chunker ``chunking`` selects; ``structure`` uses the tokenizer of ``tokenizer_model``.
 
     Args:
-        settings: Validated settings.
+        chunking: The chunking section of the settings (``settings.chunking``).
+        tokenizer_model: The dense model whose tokenizer ``structure`` counts with (``settings.dense_model``).
 
     Returns:
         The chunker.
 
     Raises:
-        ConfigurationError: As :func:`build_chunker`, or the dense model's tokenizer is not available locally.
+        ConfigurationError: As :func:`build_chunker`, or the model's tokenizer is not available locally.
     """
 
     def tokenizer() -> Tokenizer:
         from ragindex.chunking.tokens import tokenizer_for_model
 
-        return tokenizer_for_model(settings.dense_model)
+        return tokenizer_for_model(tokenizer_model)
 
     return build_chunker(
-        settings.chunker,
-        chunk_size=settings.chunk_size,
-        chunk_overlap=settings.chunk_overlap,
-        chunk_tokens=settings.chunk_tokens,
-        chunk_token_overlap=settings.chunk_token_overlap,
+        chunking.chunker,
+        chunk_size=chunking.chunk_size,
+        chunk_overlap=chunking.chunk_overlap,
+        chunk_tokens=chunking.chunk_tokens,
+        chunk_token_overlap=chunking.chunk_token_overlap,
         tokenizer_factory=tokenizer,
     )

@@ -1,5 +1,36 @@
-"""Settings: one validated model read from the environment and ``.env``."""
+"""Settings: one validated model read from the environment and ``.env``, grouped by layer into sections."""
 
-from ragindex.config.settings import Settings
+from ragindex.config.sections import (
+    Bm25Settings,
+    ChunkingSettings,
+    DenseSettings,
+    EncoderServerSettings,
+    IndexSettings,
+    LoadingSettings,
+    PipelineSettings,
+    RerankSettings,
+    RetrievalSettings,
+    RuntimeSettings,
+    SettingsSection,
+    SparseSettings,
+    StoreSettings,
+)
+from ragindex.config.settings import SECTIONS, Settings
 
-__all__ = ["Settings"]
+__all__ = [
+    "SECTIONS",
+    "Bm25Settings",
+    "ChunkingSettings",
+    "DenseSettings",
+    "EncoderServerSettings",
+    "IndexSettings",
+    "LoadingSettings",
+    "PipelineSettings",
+    "RerankSettings",
+    "RetrievalSettings",
+    "RuntimeSettings",
+    "SettingsSection",
+    "Settings",
+    "SparseSettings",
+    "StoreSettings",
+]

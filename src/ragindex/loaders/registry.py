@@ -16,7 +16,7 @@ from ragindex.loaders.records import RecordsLoader
 from ragindex.loaders.text import TextLoader
 
 if TYPE_CHECKING:
-    from ragindex.config.settings import Settings
+    from ragindex.config.sections import LoadingSettings
 
 
 class LoaderRegistry:
@@ -86,17 +86,17 @@ class LoaderRegistry:
         return loader
 
 
-def build_registry(settings: Settings) -> LoaderRegistry:
-    """The registry configured by ``settings`` (``json_text_fields``, ``json_id_field``, ``json_metadata_fields``).
+def build_registry(loading: LoadingSettings) -> LoaderRegistry:
+    """The registry configured by ``loading`` (``json_text_fields``, ``json_id_field``, ``json_metadata_fields``).
 
     Args:
-        settings: The validated ragindex settings.
+        loading: The loading section of the settings (``settings.loading``).
 
     Returns:
         A registry with every built-in loader.
     """
     return LoaderRegistry(
-        text_fields=settings.json_text_fields,
-        id_field=settings.json_id_field,
-        metadata_fields=settings.json_metadata_fields,
+        text_fields=loading.json_text_fields,
+        id_field=loading.json_id_field,
+        metadata_fields=loading.json_metadata_fields,
     )

