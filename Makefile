@@ -1,4 +1,4 @@
-# ragindex: `make run` (demo on the embedded default) and `make test` (ruff, mypy, pytest).
+# ragindex: `make run` (demo on the embedded default), `make test` (ruff, mypy, pytest) and `make test-fast`.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 DEMO_DIR ?= .ragindex-demo
 QUERY ?= which moon is the largest
 
-.PHONY: install run test lint typecheck pytest bench clean services
+.PHONY: install run test test-fast lint typecheck pytest bench clean services
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,15 @@ pytest: install
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest
+
+# The edit-test loop: lint, types, then the unit tests and the contract suites on SQLite and Qdrant Edge, with no
+# database server, broker, browser or slow test (tests/conftest.py adds those markers from a test's fixtures and
+# directory). `make test` still runs everything.
+FAST_TESTS := tests/unit tests/contract
+FAST_MARKERS := not integration and not slow and not mysql and not postgres and not broker and not browser
+
+test-fast: lint typecheck
+	$(BIN)/pytest -q -m "$(FAST_MARKERS)" $(FAST_TESTS)
 
 bench: install
 	$(BIN)/python -m bench.run

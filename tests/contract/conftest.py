@@ -1,78 +1,34 @@
 """Database fixtures for the contract suites: one throw-away database per test session and server.
 
-MariaDB/MySQL and PostgreSQL are reached at the addresses below (override with
-``RAGINDEX_TEST_MYSQL`` / ``RAGINDEX_TEST_POSTGRES``, e.g. ``root@db:3306``). A test that
-needs a server is skipped, with the reason, only when the driver is missing or the server
-does not answer; everything else is a failure.
+The servers, and when a test is skipped rather than failed, are described in ``dbkit``.
 """
 
 from __future__ import annotations
 
-import os
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, inspect, select, text
+from sqlalchemy import create_engine, inspect, select
 from sqlalchemy.pool import NullPool
 
+from dbkit import throwaway_database
 from ragindex.store import schema
 from ragindex.store.migrations import MIGRATIONS
-
-MYSQL_SERVER = os.environ.get("RAGINDEX_TEST_MYSQL", "root@127.0.0.1:3306")
-POSTGRES_SERVER = os.environ.get("RAGINDEX_TEST_POSTGRES", "postgres@127.0.0.1:5432")
-
-
-def _unique_name() -> str:
-    return f"ragindex_test_{secrets.token_hex(4)}"
 
 
 @pytest.fixture(scope="session")
 def mysql_url() -> Iterator[str]:
     """URL of a fresh MariaDB/MySQL database, dropped at the end of the session."""
-    pytest.importorskip("pymysql", reason="pymysql is not installed: pip install 'ragindex[mysql]'")
-    admin = create_engine(f"mysql+pymysql://{MYSQL_SERVER}/", poolclass=NullPool, connect_args={"connect_timeout": 3})
-    try:
-        conn = admin.connect()
-    except Exception as exc:  # any driver error here means "no server": skip, never fail
-        admin.dispose()
-        pytest.skip(f"MariaDB/MySQL is not reachable at {MYSQL_SERVER}: {exc}")
-    name = _unique_name()
-    with conn:
-        conn.execute(text(f"CREATE DATABASE {name}"))
-    try:
-        yield f"mysql+pymysql://{MYSQL_SERVER}/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f"DROP DATABASE IF EXISTS {name}"))
-        admin.dispose()
+    with throwaway_database("mysql") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """URL of a fresh PostgreSQL database, dropped (WITH FORCE) at the end of the session."""
-    pytest.importorskip("psycopg", reason="psycopg is not installed: pip install 'ragindex[postgres]'")
-    admin = create_engine(
-        f"postgresql+psycopg://{POSTGRES_SERVER}/postgres",
-        poolclass=NullPool,
-        isolation_level="AUTOCOMMIT",
-        connect_args={"connect_timeout": 3},
-    )
-    try:
-        conn = admin.connect()
-    except Exception as exc:  # any driver error here means "no server": skip, never fail
-        admin.dispose()
-        pytest.skip(f"PostgreSQL is not reachable at {POSTGRES_SERVER}: {exc}")
-    name = _unique_name()
-    with conn:
-        conn.execute(text(f"CREATE DATABASE {name}"))
-    try:
-        yield f"postgresql+psycopg://{POSTGRES_SERVER}/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        admin.dispose()
+    with throwaway_database("postgres") as url:
+        yield url
 
 
 @pytest.fixture

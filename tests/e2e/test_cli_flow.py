@@ -56,12 +56,9 @@ def cli(*args: str, data_dir: Path) -> tuple[int, Any]:
 
 
 @pytest.fixture
-def corpus(tmp_path: Path) -> Path:
-    folder = tmp_path / "corpus"
-    folder.mkdir()
-    for name, text in DOCS.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    return folder
+def corpus_files() -> dict[str, str]:
+    """``corpus`` (tests/conftest.py) holds these: longer documents, several chunks each."""
+    return dict(DOCS)
 
 
 def top_filename(data_dir: Path, query: str, mode: str = "hybrid") -> str | None:

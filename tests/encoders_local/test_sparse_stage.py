@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from corpora import THREE_DOCS as CORPUS
 from ragindex.config.settings import Settings
 from ragindex.engine import Engine
 from ragindex.errors import FingerprintMismatchError, RetrievalConfigurationError
@@ -15,21 +16,8 @@ from ragindex.pipeline import faults
 
 pytestmark = pytest.mark.integration
 
-CORPUS = {
-    "bees.txt": "Honeybee colonies have one queen, thousands of female workers and a few male drones.",
-    "photosynthesis.txt": "Photosynthesis in chloroplasts turns light, water and carbon dioxide into sugar.",
-    "tcp.txt": "TCP congestion control grows the window by slow start, then by additive increase.",
-}
+# corpus (tests/conftest.py): the three shared one-chunk documents, CORPUS
 QUERIES = ("queen of the honeybee colony", "how does TCP slow start grow the window")
-
-
-@pytest.fixture
-def corpus(tmp_path: Path) -> Path:
-    folder = tmp_path / "corpus"
-    folder.mkdir()
-    for name, text in CORPUS.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    return folder
 
 
 def sparse_settings(data_dir: Path, model: Path, **extra: Any) -> Settings:

@@ -14,9 +14,12 @@ from typing import Any
 
 import pytest
 from faultkit import (
+    BOUNDARIES,
     CHANGED,
     CORPUS,
+    INDEX_POINTS,
     NEW_CHUNK_TEXT,
+    PURGE_POINTS,
     all_chunks,
     assert_converged,
     chunk_by_text,
@@ -30,10 +33,6 @@ from ragindex.pipeline import faults
 
 pytestmark = pytest.mark.integration
 
-BOUNDARIES = ("after_claim", "after_encode", "after_index_write", "before_mark_success")
-INDEX_POINTS = [f"{kind}.{where}" for kind in ("dense", "bm25") for where in BOUNDARIES]
-PURGE_POINTS = ["purge.before_index_delete", "purge.after_index_delete"]
-
 # (operation, failpoint): every boundary each operation passes
 MATRIX = (
     [("ingest", p) for p in ["chunking.after_truth_write", *INDEX_POINTS]]
@@ -43,13 +42,12 @@ MATRIX = (
     + [("delete_document", p) for p in PURGE_POINTS]
 )
 # the learned sparse stage runs only with a sparse provider: its own test, with a tiny BGE-M3 checkpoint
-SPARSE_POINTS = [
-    f"sparse.{where}" for where in ("after_claim", "after_encode", "after_index_write", "before_mark_success")
-]
+SPARSE_POINTS = [f"sparse.{where}" for where in BOUNDARIES]
 
 
 @pytest.fixture
 def corpus(tmp_path: Path) -> Path:
+    """Where each test writes faultkit's corpus itself, after warming the cache (not the shared ``corpus``)."""
     return tmp_path / "corpus"
 
 

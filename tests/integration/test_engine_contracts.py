@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -24,8 +25,9 @@ def write(folder: Path, files: dict[str, str]) -> Path:
 
 
 @pytest.fixture
-def engine(tmp_path: Path) -> Engine:
-    with Engine(Settings(data_dir=tmp_path / "data")) as eng:
+def engine(make_engine: Callable[..., Engine]) -> Iterator[Engine]:
+    """An engine with nothing ingested (not the shared one over ``corpus``): each test writes its own files."""
+    with make_engine() as eng:
         yield eng
 
 

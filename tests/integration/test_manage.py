@@ -3,52 +3,27 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from corpora import FOUR_DOCS as CORPUS
 from ragindex.cli import commands as _commands  # noqa: F401 - registers ingest, search, verify
 from ragindex.cli import manage as _manage  # noqa: F401 - registers repair, reindex, delete, update-chunk
 from ragindex.cli.app import app
-from ragindex.config.settings import Settings
 from ragindex.engine import Engine
 from ragindex.errors import NotFoundError, ValidationError
 from ragindex.pipeline import faults
 
 pytestmark = pytest.mark.integration
 
-
-CORPUS = {
-    "bees.txt": "Honeybee colonies have one queen, thousands of female workers and a few male drones.",
-    "photosynthesis.txt": "Photosynthesis in chloroplasts turns light, water and carbon dioxide into sugar.",
-    "tcp.txt": "TCP congestion control grows the window by slow start, then by additive increase.",
-    "bread.md": "# Sourdough\n\nA sourdough starter is flour and water fermented by wild yeast and lactobacilli.",
-}
-
-
-@pytest.fixture(autouse=True)
-def _disarm() -> Iterator[None]:
-    yield
-    faults.disarm_all()
+# fixtures: engine (tests/integration/conftest.py) over corpus, here the four shared documents
 
 
 @pytest.fixture
-def corpus(tmp_path: Path) -> Path:
-    folder = tmp_path / "corpus"
-    folder.mkdir()
-    for name, text in CORPUS.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    return folder
-
-
-@pytest.fixture
-def engine(tmp_path: Path, corpus: Path) -> Iterator[Engine]:
-    with Engine(Settings(data_dir=tmp_path / "d")) as eng:
-        report = eng.ingest([corpus])
-        assert report.documents["added"] == len(CORPUS)
-        yield eng
+def corpus_files() -> dict[str, str]:
+    return dict(CORPUS)
 
 
 def top(engine: Engine, query: str, mode: str = "hybrid") -> str:

