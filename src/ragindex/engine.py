@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ragindex import factory
 from ragindex.config.settings import Settings
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from ragindex.types import SearchResult
 
 log = logging.getLogger(__name__)
+
+_Part = TypeVar("_Part")
 
 
 class Engine:
@@ -84,42 +86,40 @@ class Engine:
         self.store.close()
 
     # ------------------------------------------------------------------ lazily built parts
+    def _part(self, attr: str, build: Callable[[], _Part]) -> _Part:
+        """The part held in ``attr``, built by ``build`` on first use (once, whatever the threads)."""
+        part: _Part | None = getattr(self, attr)
+        if part is None:
+            with self._parts_lock:
+                part = getattr(self, attr)
+                if part is None:
+                    part = build()
+                    setattr(self, attr, part)
+        return part
+
+    def _build_index(self) -> VectorIndex:
+        index = factory.build_index(self.settings)
+        return index if self._index_wrapper is None else self._index_wrapper(index)
+
     @property
     def index(self) -> VectorIndex:
         """The vector index (opened on first use; Edge shards open per bucket on demand)."""
-        if self._index is None:
-            with self._parts_lock:
-                if self._index is None:
-                    index = factory.build_index(self.settings)
-                    self._index = index if self._index_wrapper is None else self._index_wrapper(index)
-        return self._index
+        return self._part("_index", self._build_index)
 
     @property
     def dense(self) -> DenseEncoder:
         """The dense encoder (the model loads on the first encode)."""
-        if self._dense is None:
-            with self._parts_lock:
-                if self._dense is None:
-                    self._dense = factory.build_dense_encoder(self.settings)
-        return self._dense
+        return self._part("_dense", lambda: factory.build_dense_encoder(self.settings))
 
     @property
     def reranker(self) -> Reranker:
         """The cross-encoder reranker (built on the first reranked search; the model loads on the first rerank)."""
-        if self._reranker is None:
-            with self._parts_lock:
-                if self._reranker is None:
-                    self._reranker = factory.build_reranker(self.settings)
-        return self._reranker
+        return self._part("_reranker", lambda: factory.build_reranker(self.settings))
 
     @property
     def chunker(self) -> Chunker:
         """The configured chunker."""
-        if self._chunker is None:
-            with self._parts_lock:
-                if self._chunker is None:
-                    self._chunker = factory.build_chunker(self.settings)
-        return self._chunker
+        return self._part("_chunker", lambda: factory.build_chunker(self.settings))
 
     def read_collection(self) -> str | None:
         """The collection searches read (the ACTIVE one), checked against the configured models; None if empty."""

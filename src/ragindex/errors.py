@@ -24,6 +24,14 @@ class RagindexError(Exception):
     exit_code: int = 1
     http_status: int = 500
 
+    def __init_subclass__(cls, *, exit_code: int | None = None, http_status: int | None = None, **kw: Any) -> None:
+        """A family states its CLI exit code and HTTP status in its class line (unset: inherited)."""
+        super().__init_subclass__(**kw)
+        if exit_code is not None:
+            cls.exit_code = exit_code
+        if http_status is not None:
+            cls.http_status = http_status
+
     def __init__(self, message: str, **context: Any) -> None:
         super().__init__(message)
         self.message = message
@@ -38,58 +46,40 @@ class RagindexError(Exception):
         }
 
 
-class InputError(RagindexError):
+class InputError(RagindexError, exit_code=2, http_status=400):
     """The caller passed something invalid: a bad argument, a missing path, an unreadable file."""
 
-    exit_code = 2
-    http_status = 400
 
-
-class ValidationError(InputError):
+class ValidationError(InputError, http_status=422):
     """A named field failed validation (non-positive user_id, top_k < 1, threshold out of range, ...)."""
-
-    http_status = 422
 
     def __init__(self, field: str, message: str, **context: Any) -> None:
         super().__init__(f"{field}: {message}", field=field, **context)
         self.field = field
 
 
-class DocumentTooLargeError(InputError):
+class DocumentTooLargeError(InputError, http_status=413):
     """A file exceeds the configured size limit."""
 
-    http_status = 413
 
-
-class UnsupportedFormatError(InputError):
+class UnsupportedFormatError(InputError, http_status=415):
     """No loader handles this file type."""
-
-    http_status = 415
 
 
 class DocumentLoadError(InputError):
     """A loader could not parse a file (corrupt pdf, invalid json, ...)."""
 
 
-class ConfigurationError(RagindexError):
+class ConfigurationError(RagindexError, exit_code=3, http_status=500):
     """The deployment is misconfigured (missing extra, unknown backend, invalid setting)."""
 
-    exit_code = 3
-    http_status = 500
 
-
-class IndexLockedError(ConfigurationError):
+class IndexLockedError(ConfigurationError, exit_code=4, http_status=503):
     """The embedded index is owned by another process (one owner per shard directory)."""
 
-    exit_code = 4
-    http_status = 503
 
-
-class BackendError(RagindexError):
+class BackendError(RagindexError, exit_code=4, http_status=503):
     """A store or index backend failed or is unreachable."""
-
-    exit_code = 4
-    http_status = 503
 
 
 class StoreError(BackendError):
@@ -100,18 +90,12 @@ class IndexBackendError(BackendError):
     """The vector index failed (Qdrant Edge or a Qdrant server)."""
 
 
-class EncodingError(RagindexError):
+class EncodingError(RagindexError, exit_code=5, http_status=502):
     """An encoder (dense, sparse, bm25, reranker) failed to produce vectors."""
 
-    exit_code = 5
-    http_status = 502
 
-
-class IntegrityError(RagindexError):
+class IntegrityError(RagindexError, exit_code=6, http_status=409):
     """An invariant would break: illegal state transition, fingerprint mismatch, lost claim."""
-
-    exit_code = 6
-    http_status = 409
 
 
 class FingerprintMismatchError(IntegrityError):
@@ -122,11 +106,8 @@ class IllegalTransitionError(IntegrityError):
     """A chunk state transition that the state machine does not allow."""
 
 
-class NotFoundError(RagindexError):
+class NotFoundError(RagindexError, exit_code=7, http_status=404):
     """The requested object (document, chunk, job, collection) does not exist for this tenant."""
-
-    exit_code = 7
-    http_status = 404
 
 
 class RetrievalError(RagindexError):

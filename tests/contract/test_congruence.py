@@ -31,12 +31,13 @@ import pytest
 pytest.importorskip("qdrant_client", reason="qdrant-client is not installed: pip install 'ragindex[server]'")
 
 from ragindex.encoders.sparse.bm25 import Bm25SparseEncoder
-from ragindex.index.protocol import BM25, DENSE, DensePoint, ScoredIds, TenantFilter, VectorIndex, VectorQuery
+from ragindex.index.protocol import DensePoint, ScoredIds, TenantFilter, VectorIndex, VectorQuery
 from ragindex.index.qdrant_edge import QdrantEdgeIndex
 from ragindex.index.qdrant_server import QdrantServerIndex
 from ragindex.index.routing import bucket_of
 from ragindex.retrieval import fusion
 from ragindex.testing.contracts import ranking_agreement
+from ragindex.types import VectorKind
 
 COLLECTION = "congruence"
 BUCKETS = 2
@@ -114,8 +115,8 @@ class _History:
             user_id, set_id = TENANTS[int(self.rng.integers(0, len(TENANTS)))]
             docs = DOCS[(user_id, set_id)]
             doc_ids = tuple(int(d) for d in self.rng.choice(docs, size=2, replace=False)) if q % 3 == 0 else None
-            dense = VectorQuery(DENSE, dense=_unit(self.rng, 1)[0])
-            lexical = VectorQuery(BM25, sparse=_BM25.encode_queries([self.sentence(2, 5)])[0])
+            dense = VectorQuery(VectorKind.DENSE, dense=_unit(self.rng, 1)[0])
+            lexical = VectorQuery(VectorKind.BM25, sparse=_BM25.encode_queries([self.sentence(2, 5)])[0])
             out.append((bucket_of(user_id, BUCKETS), TenantFilter(user_id, set_id, doc_ids), dense, lexical))
         return out
 
@@ -132,7 +133,7 @@ def _apply(index: VectorIndex, history: _History, *, deletes: str) -> None:
     def write_bm25(chunk_ids: list[str]) -> None:
         for b, group in history.by_bucket(chunk_ids).items():
             sparse = _BM25.encode_documents([texts[c] for c in group])
-            index.update_sparse(COLLECTION, b, BM25, dict(zip(group, sparse, strict=True)))
+            index.update_sparse(COLLECTION, b, VectorKind.BM25, dict(zip(group, sparse, strict=True)))
 
     for start in range(0, POINTS, 50):
         write_dense(history.ids[start : start + 50])
@@ -162,7 +163,10 @@ def _explained_by_source_ties(mode: str, fused: list[ScoredIds], sources: list[f
         reference = fusion.rrf(lists, k=60) if mode == "rrf" else fusion.dbsf(lists)
         if ranking_agreement(native, [(f.id, f.score) for f in reference][:10], TOLERANCE) not in _AGREE:
             return False
-    return all(ranking_agreement(sources[0][n], sources[1][n], TOLERANCE) in _AGREE for n in (DENSE, BM25))
+    return all(
+        ranking_agreement(sources[0][n], sources[1][n], TOLERANCE) in _AGREE
+        for n in (VectorKind.DENSE, VectorKind.BM25)
+    )
 
 
 def _agreement(edge: VectorIndex, local: VectorIndex, history: _History) -> tuple[dict[str, Counter[str]], list[str]]:

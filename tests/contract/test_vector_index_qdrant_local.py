@@ -20,10 +20,10 @@ pytest.importorskip("qdrant_client", reason="qdrant-client is not installed: pip
 from qdrant_client import models
 
 from ragindex.errors import ConfigurationError, IndexBackendError
-from ragindex.index.protocol import BM25, DENSE, SPARSE, DensePoint, TenantFilter, VectorIndex, VectorQuery
+from ragindex.index.protocol import DensePoint, TenantFilter, VectorIndex, VectorQuery
 from ragindex.index.qdrant_server import QdrantServerIndex
 from ragindex.testing.contracts import VectorIndexContract
-from ragindex.types import SparseVector
+from ragindex.types import SparseVector, VectorKind
 
 TENANT = TenantFilter(1, 1)
 CHUNK = "7f9c2f1e-0000-4000-8000-000000000001"
@@ -54,18 +54,20 @@ def test_missing_named_vector_is_no_data(local: QdrantServerIndex, caplog: pytes
     """A collection made elsewhere without the ``sparse`` vector: sparse searches return [] with a warning."""
     local._client.create_collection(
         "legacy_0",
-        vectors_config={DENSE: models.VectorParams(size=4, distance=models.Distance.COSINE)},
-        sparse_vectors_config={BM25: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+        vectors_config={VectorKind.DENSE: models.VectorParams(size=4, distance=models.Distance.COSINE)},
+        sparse_vectors_config={VectorKind.BM25: models.SparseVectorParams(modifier=models.Modifier.IDF)},
     )
     local.upsert_dense("legacy", 0, [DensePoint(CHUNK, 1, 1, 1, np.ones(4, dtype=np.float32))])
-    query = VectorQuery(SPARSE, sparse=SparseVector((1,), (1.0,)))
+    query = VectorQuery(VectorKind.SPARSE, sparse=SparseVector((1,), (1.0,)))
     with caplog.at_level(logging.WARNING):
         assert local.search("legacy", 0, query, TENANT, limit=5) == []
     assert "legacy" in caplog.text
     assert "sparse" in caplog.text
     with pytest.raises(IndexBackendError, match="ragindex repair"):
-        local.update_sparse("legacy", 0, SPARSE, {CHUNK: SparseVector((1,), (1.0,))})
-    dense = local.search("legacy", 0, VectorQuery(DENSE, dense=np.ones(4, dtype=np.float32)), TENANT, limit=5)
+        local.update_sparse("legacy", 0, VectorKind.SPARSE, {CHUNK: SparseVector((1,), (1.0,))})
+    dense = local.search(
+        "legacy", 0, VectorQuery(VectorKind.DENSE, dense=np.ones(4, dtype=np.float32)), TENANT, limit=5
+    )
     assert [cid for cid, _ in dense] == [CHUNK]
 
 
@@ -109,7 +111,7 @@ def unreachable() -> Iterator[QdrantServerIndex]:
 def test_unreachable_server_is_a_backend_error(unreachable: QdrantServerIndex) -> None:
     assert unreachable.url is not None
     started = time.monotonic()
-    dense = VectorQuery(DENSE, dense=np.ones(4, dtype=np.float32))
+    dense = VectorQuery(VectorKind.DENSE, dense=np.ones(4, dtype=np.float32))
     calls = [
         lambda: unreachable.search("c", 0, dense, TENANT, limit=5),
         lambda: unreachable.has_bucket("c", 0),
@@ -181,7 +183,7 @@ def test_server_missing_collection_is_no_data(
 ) -> None:
     handler, idx = stub
     handler.status, handler.body = _qdrant_error(404, "Not found: Collection `c_0` doesn't exist!")
-    dense = VectorQuery(DENSE, dense=np.ones(4, dtype=np.float32))
+    dense = VectorQuery(VectorKind.DENSE, dense=np.ones(4, dtype=np.float32))
     with caplog.at_level(logging.WARNING):
         assert idx.search("c", 0, dense, TENANT, limit=5) == []
         assert idx.fused_search("c", 0, [dense], TENANT, limit=5, candidates=5, fusion="dbsf") == []
@@ -192,7 +194,7 @@ def test_server_missing_collection_is_no_data(
     idx.set_payload("c", 0, CHUNK, {"user_id": 2})
     idx.drop_collection("c", 2)
     with pytest.raises(IndexBackendError, match="ragindex repair"):
-        idx.update_sparse("c", 0, BM25, {CHUNK: SparseVector((1,), (1.0,))})
+        idx.update_sparse("c", 0, VectorKind.BM25, {CHUNK: SparseVector((1,), (1.0,))})
 
 
 def test_server_missing_named_vector_is_no_data(
@@ -200,7 +202,7 @@ def test_server_missing_named_vector_is_no_data(
 ) -> None:
     handler, idx = stub
     handler.status, handler.body = _qdrant_error(400, "Wrong input: Not existing vector name error: sparse")
-    query = VectorQuery(SPARSE, sparse=SparseVector((1,), (1.0,)))
+    query = VectorQuery(VectorKind.SPARSE, sparse=SparseVector((1,), (1.0,)))
     with caplog.at_level(logging.WARNING):
         assert idx.search("c", 0, query, TENANT, limit=5) == []
     assert "'sparse'" in caplog.text
@@ -209,7 +211,7 @@ def test_server_missing_named_vector_is_no_data(
 def test_server_failure_is_a_backend_error(stub: tuple[type[_Stub], QdrantServerIndex]) -> None:
     handler, idx = stub
     handler.status, handler.body = _qdrant_error(500, "Service internal error: disk full")
-    dense = VectorQuery(DENSE, dense=np.ones(4, dtype=np.float32))
+    dense = VectorQuery(VectorKind.DENSE, dense=np.ones(4, dtype=np.float32))
     with pytest.raises(IndexBackendError, match="disk full") as caught:
         idx.search("c", 0, dense, TENANT, limit=5)
     assert idx.url is not None

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from ragindex.chunking.headings import Headings
 from ragindex.chunking.positions import Span, make_drafts
 from ragindex.errors import ConfigurationError
@@ -30,7 +28,22 @@ def check_sizes(size: int, overlap: int, unit: str = "characters") -> None:
         )
 
 
-class FixedChunker:
+class CharacterChunker:
+    """What the character chunkers share: ``size`` and ``overlap`` checked when built, and :meth:`config`."""
+
+    name: str = ""
+
+    def __init__(self, size: int = 512, overlap: int = 64) -> None:
+        check_sizes(size, overlap)
+        self.size = size
+        self.overlap = overlap
+
+    def config(self) -> dict[str, object]:
+        """The settings that shape the output."""
+        return {"name": self.name, "size": self.size, "overlap": self.overlap}
+
+
+class FixedChunker(CharacterChunker):
     """Character windows of ``size`` starting every ``size - overlap`` characters (seed 001).
 
     Each window is the verbatim slice ``text[start:start + size]``; whitespace-only windows are
@@ -46,24 +59,8 @@ class FixedChunker:
 
     name: str = "fixed"
 
-    def __init__(self, size: int = 512, overlap: int = 64) -> None:
-        check_sizes(size, overlap)
-        self.size = size
-        self.overlap = overlap
-
-    def config(self) -> dict[str, object]:
-        """The settings that shape the output."""
-        return {"name": self.name, "size": self.size, "overlap": self.overlap}
-
     def chunk(self, document: Document) -> list[ChunkDraft]:
-        """Split ``document`` into fixed windows.
-
-        Args:
-            document: The document to split.
-
-        Returns:
-            Drafts numbered 0..n-1.
-        """
+        """Split ``document`` into fixed windows (drafts numbered 0..n-1)."""
         text = document.text
         headings = Headings(text)
         step = self.size - self.overlap
@@ -72,14 +69,3 @@ class FixedChunker:
             for start in range(0, len(text), step)
         ]
         return make_drafts(document, spans)
-
-    def chunk_many(self, documents: Iterable[Document]) -> list[list[ChunkDraft]]:
-        """Split several documents (same result as calling :meth:`chunk` on each).
-
-        Args:
-            documents: Documents to split.
-
-        Returns:
-            One list of drafts per document, in order.
-        """
-        return [self.chunk(d) for d in documents]

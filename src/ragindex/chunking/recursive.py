@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from ragindex.chunking.fixed import check_sizes
+from ragindex.chunking.fixed import CharacterChunker
 from ragindex.chunking.headings import Headings
 from ragindex.chunking.positions import make_drafts
 from ragindex.chunking.splitting import RecursiveSplitter, char_windows, strip_spans
@@ -15,7 +13,7 @@ def _length(start: int, end: int) -> int:
     return end - start
 
 
-class RecursiveChunker:
+class RecursiveChunker(CharacterChunker):
     """Chunks of at most ``size`` characters cut at the coarsest boundary available.
 
     Follows LangChain's ``RecursiveCharacterTextSplitter`` (with its markdown separators
@@ -38,37 +36,13 @@ class RecursiveChunker:
     name: str = "recursive"
 
     def __init__(self, size: int = 512, overlap: int = 64) -> None:
-        check_sizes(size, overlap)
-        self.size = size
-        self.overlap = overlap
+        super().__init__(size, overlap)
         self._hard_cut = char_windows(size, overlap)
 
-    def config(self) -> dict[str, object]:
-        """The settings that shape the output."""
-        return {"name": self.name, "size": self.size, "overlap": self.overlap}
-
     def chunk(self, document: Document) -> list[ChunkDraft]:
-        """Split ``document`` recursively.
-
-        Args:
-            document: The document to split.
-
-        Returns:
-            Drafts numbered 0..n-1.
-        """
+        """Split ``document`` recursively (drafts numbered 0..n-1)."""
         text = document.text
         splitter = RecursiveSplitter(text, self.size, self.overlap, _length, self._hard_cut)
         spans = strip_spans(text, splitter.split(0, len(text)))
         headings = Headings(text)
         return make_drafts(document, [(s, e, headings.section_at(s)) for s, e in spans])
-
-    def chunk_many(self, documents: Iterable[Document]) -> list[list[ChunkDraft]]:
-        """Split several documents (same result as calling :meth:`chunk` on each).
-
-        Args:
-            documents: Documents to split.
-
-        Returns:
-            One list of drafts per document, in order.
-        """
-        return [self.chunk(d) for d in documents]

@@ -8,6 +8,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from ragindex.types import VectorKind
+
 if TYPE_CHECKING:
     from ragindex.pipeline.sync import IngestReport
     from ragindex.pipeline.verify import VerifyReport
@@ -62,7 +64,7 @@ def search_table(query: str, result: SearchResult) -> Group:
 def status_table(report: dict[str, Any]) -> Table:
     """Per set: documents per status and chunks per status of each vector kind."""
     table = Table(title="status")
-    for name in ("user", "set", "documents", "dense", "bm25", "sparse"):
+    for name in ("user", "set", "documents", *VectorKind):
         table.add_column(name)
 
     def fmt(counts: dict[str, int]) -> str:
@@ -74,9 +76,7 @@ def status_table(report: dict[str, Any]) -> Table:
             str(entry["user_id"]),
             str(entry["set_id"]),
             fmt(entry["documents"]),
-            fmt(chunks["dense"]),
-            fmt(chunks["bm25"]),
-            fmt(chunks["sparse"]),
+            *(fmt(chunks[kind]) for kind in VectorKind),
         )
     return table
 

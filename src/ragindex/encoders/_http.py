@@ -19,10 +19,11 @@ from __future__ import annotations
 import logging
 import time
 import weakref
-from typing import Any
+from typing import Any, Self
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
+import numpy as np
 
 from ragindex.errors import ConfigurationError, EncodingError
 
@@ -40,6 +41,22 @@ def display_url(url: str) -> str:
     if parts.port is not None:
         netloc = f"{netloc}:{parts.port}"
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def float_matrix(rows: Any, *, service: str, noun: str, hint: str = "") -> np.ndarray:
+    """``rows`` (an answer's vectors) as a float32 ``(n, dim)`` array of finite values with ``dim > 0``.
+
+    Raises:
+        EncodingError: ``"{service} answered {noun} that are not equal-length float lists{hint}"``, or
+            ``"{service} answered malformed {noun} of shape ..."``.
+    """
+    try:
+        out = np.asarray(rows, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise EncodingError(f"{service} answered {noun} that are not equal-length float lists{hint}") from exc
+    if out.ndim != 2 or out.shape[1] == 0 or not np.isfinite(out).all():
+        raise EncodingError(f"{service} answered malformed {noun} of shape {out.shape}")
+    return out
 
 
 class RetryingJsonClient:
@@ -133,6 +150,27 @@ class RetryingJsonClient:
                         )
             log.warning("%s failed (attempt %d of %d): %s", where, attempt, attempts, self._scrub(last))
         raise EncodingError(self._scrub(f"{where} failed after {attempts} attempt(s): {last}"), service=self.service)
+
+
+class HttpEncoder:
+    """What the remote encoders share: a :class:`RetryingJsonClient` to ``url``, their repr, ``close`` and ``with``."""
+
+    url: str
+    model: str
+    _http: RetryingJsonClient
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(url={display_url(self.url)!r}, model={self.model!r})"
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the HTTP connection pool."""
+        self._http.close()
 
 
 def _retry_after(response: httpx.Response) -> float:

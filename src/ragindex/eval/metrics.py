@@ -116,17 +116,10 @@ def evaluate(
 ) -> dict[str, float]:
     """Mean of each metric at each cut-off over the judged queries, e.g. ``{"ndcg@10": 0.41, "recall@100": ...}``.
 
-    Args:
-        qrels: The relevance judgements.
-        run: The retrieval scores.
-        ks: The cut-offs, each at least 1.
-        metrics: A subset of :data:`METRICS`.
+    Takes the arguments of :func:`evaluate_per_query` and raises what it raises.
 
     Returns:
         ``"<metric>@<k>"`` -> mean value (0.0 for every key when no query has a relevant document).
-
-    Raises:
-        ValidationError: A cut-off below 1 or an unknown metric name.
     """
     ks, names = tuple(ks), tuple(metrics)
     per_query = evaluate_per_query(qrels, run, ks, names)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ragindex.errors import ValidationError
 from ragindex.eval.beir import BeirDataset, corpus_id, load_dataset
 from ragindex.eval.metrics import evaluate
+from ragindex.types import SearchMode
 
 if TYPE_CHECKING:
     from ragindex.engine import Engine
@@ -38,7 +39,7 @@ __all__ = [
 REPORTED: tuple[str, ...] = ("ndcg@10", "recall@10", "recall@100", "mrr@10")
 """The metrics each mode reports, in table order."""
 
-_MODES = ("dense", "bm25", "sparse", "hybrid")
+_MODES = tuple(SearchMode)
 _FUSIONS = ("rrf", "dbsf", "combine", "boost")
 CHUNK_FACTOR = 3
 """Chunk hits requested per wanted document, so that ``top_k`` distinct documents survive the max-pooling."""

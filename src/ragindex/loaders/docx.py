@@ -32,10 +32,6 @@ class DocxLoader:
     def load(self, path: Path, data: bytes) -> list[Document]:
         """Read ``data`` into one document whose ``source_uri`` is ``str(path)``.
 
-        Args:
-            path: The (absolute, resolved) path of the file.
-            data: The bytes of the file.
-
         Returns:
             A single document; its text is empty when the file has no text.
 

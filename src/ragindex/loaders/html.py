@@ -96,10 +96,6 @@ class HtmlLoader:
 
         The encoding is taken from a byte-order mark or ``<meta charset>``, else guessed.
 
-        Args:
-            path: The (absolute, resolved) path of the file.
-            data: The bytes of the file.
-
         Returns:
             A single document; its text is empty when the page has no visible text.
         """

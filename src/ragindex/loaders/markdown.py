@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-from ragindex.loaders._decode import decode_text
-from ragindex.types import Document
+from ragindex.loaders.text import TextLoader
 
 _H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -44,21 +42,12 @@ def first_h1(text: str) -> str | None:
     return None
 
 
-class MarkdownLoader:
+class MarkdownLoader(TextLoader):
     """Loads ``.md``/``.markdown`` files verbatim (decoded like text); the title is the first ``# `` heading."""
 
     name: str = "markdown"
     suffixes: tuple[str, ...] = (".md", ".markdown")
 
-    def load(self, path: Path, data: bytes) -> list[Document]:
-        """Decode ``data`` into one markdown document whose ``source_uri`` is ``str(path)``.
-
-        Args:
-            path: The (absolute, resolved) path of the file.
-            data: The bytes of the file.
-
-        Returns:
-            A single document; its text is empty when the file holds only whitespace.
-        """
-        text, warnings = decode_text(data)
-        return [Document(source_uri=str(path), text=text, parser=self.name, title=first_h1(text), warnings=warnings)]
+    def title(self, text: str) -> str | None:
+        """The first level-1 heading outside code fences (see :func:`first_h1`)."""
+        return first_h1(text)

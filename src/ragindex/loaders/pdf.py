@@ -29,10 +29,6 @@ class PdfLoader:
     def load(self, path: Path, data: bytes) -> list[Document]:
         """Extract the text of every page of ``data`` into one document whose ``source_uri`` is ``str(path)``.
 
-        Args:
-            path: The (absolute, resolved) path of the file.
-            data: The bytes of the file.
-
         Returns:
             A single document with ``pages`` mapping character offsets to 1-based page numbers.
 

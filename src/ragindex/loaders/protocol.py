@@ -19,5 +19,10 @@ class Loader(Protocol):
     suffixes: tuple[str, ...]
 
     def load(self, path: Path, data: bytes) -> list[Document]:
-        """Parse ``data`` (the bytes of ``path``) into documents; ``source_uri`` of each is set by the loader."""
+        """Parse ``data`` (the bytes of ``path``) into documents; ``source_uri`` of each is set by the loader.
+
+        Args:
+            path: The (absolute, resolved) path of the file.
+            data: The bytes of the file.
+        """
         ...

@@ -50,10 +50,6 @@ class RecordsLoader:
     def load(self, path: Path, data: bytes) -> list[Document]:
         """Parse ``data`` into one document per record.
 
-        Args:
-            path: The (absolute, resolved) path of the file.
-            data: The bytes of the file.
-
         Returns:
             The documents of the records that have text, in file order. A file holding no
             records at all (blank, or ``[]``) gives one document with empty text.
@@ -75,10 +71,10 @@ class RecordsLoader:
         for position, (where, record) in enumerate(records):
             record_id = self._record_id(path, where, record, position)
             if record_id in seen:
-                raise DocumentLoadError(
-                    f"{path.name}: duplicate record id {record_id!r} ({seen[record_id]} and {where}); "
+                raise _bad_file(
+                    path,
+                    f"duplicate record id {record_id!r} ({seen[record_id]} and {where}); "
                     f"record ids (field {self.id_field!r}, else the position) must be unique in a file",
-                    path=str(path),
                     record_id=record_id,
                 )
             seen[record_id] = where
@@ -96,10 +92,10 @@ class RecordsLoader:
                 )
             )
         if not documents:
-            raise DocumentLoadError(
-                f"{path.name}: no record has any of the text fields {list(self.text_fields)}; "
+            raise _bad_file(
+                path,
+                f"no record has any of the text fields {list(self.text_fields)}; "
                 "set RAGINDEX_JSON_TEXT_FIELDS to the fields that hold the text",
-                path=str(path),
             )
         if skipped:
             listed = ", ".join(repr(i) for i in skipped[:_MAX_LISTED_IDS])
@@ -117,10 +113,7 @@ class RecordsLoader:
         if value is None or value == "":
             return str(position)
         if isinstance(value, (dict, list)):
-            raise DocumentLoadError(
-                f"{path.name}: {where}: record id field {self.id_field!r} must be a string or a number",
-                path=str(path),
-            )
+            raise _bad_file(path, f"{where}: record id field {self.id_field!r} must be a string or a number")
         return str(value)
 
     def _text(self, record: dict[str, Any]) -> str:
@@ -147,6 +140,11 @@ def _title(record: dict[str, Any]) -> str | None:
     return None
 
 
+def _bad_file(path: Path, problem: str, **context: Any) -> DocumentLoadError:
+    """A load error naming the file: its name leads the message, its path is in the context."""
+    return DocumentLoadError(f"{path.name}: {problem}", path=str(path), **context)
+
+
 def _json_lines(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
@@ -154,17 +152,11 @@ def _json_lines(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
         try:
             value = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise DocumentLoadError(
-                f"{path.name}: line {number}: invalid JSON ({exc.msg} at column {exc.colno})",
-                path=str(path),
-                line=number,
+            raise _bad_file(
+                path, f"line {number}: invalid JSON ({exc.msg} at column {exc.colno})", line=number
             ) from exc
         if not isinstance(value, dict):
-            raise DocumentLoadError(
-                f"{path.name}: line {number}: expected a JSON object, got {type(value).__name__}",
-                path=str(path),
-                line=number,
-            )
+            raise _bad_file(path, f"line {number}: expected a JSON object, got {type(value).__name__}", line=number)
         yield f"line {number}", value
 
 
@@ -174,22 +166,16 @@ def _json_document(path: Path, text: str) -> list[tuple[str, dict[str, Any]]]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise DocumentLoadError(
-            f"{path.name}: invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
-            path=str(path),
-            line=exc.lineno,
+        raise _bad_file(
+            path, f"invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})", line=exc.lineno
         ) from exc
     if isinstance(value, dict):
         return [("record 0", value)]
     if not isinstance(value, list):
-        raise DocumentLoadError(
-            f"{path.name}: expected a JSON object or a list of objects, got {type(value).__name__}", path=str(path)
-        )
+        raise _bad_file(path, f"expected a JSON object or a list of objects, got {type(value).__name__}")
     records: list[tuple[str, dict[str, Any]]] = []
     for position, item in enumerate(value):
         if not isinstance(item, dict):
-            raise DocumentLoadError(
-                f"{path.name}: item {position} is {type(item).__name__}, expected a JSON object", path=str(path)
-            )
+            raise _bad_file(path, f"item {position} is {type(item).__name__}, expected a JSON object")
         records.append((f"item {position}", item))
     return records

@@ -17,12 +17,12 @@ class TextLoader:
     def load(self, path: Path, data: bytes) -> list[Document]:
         """Decode ``data`` into one document whose ``source_uri`` is ``str(path)``.
 
-        Args:
-            path: The (absolute, resolved) path of the file.
-            data: The bytes of the file.
-
         Returns:
             A single document; its text is empty when the file holds only whitespace.
         """
         text, warnings = decode_text(data)
-        return [Document(source_uri=str(path), text=text, parser=self.name, warnings=warnings)]
+        return [Document(source_uri=str(path), text=text, parser=self.name, title=self.title(text), warnings=warnings)]
+
+    def title(self, text: str) -> str | None:
+        """The document title found in ``text`` (plain text has none)."""
+        return None

@@ -32,9 +32,8 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections import defaultdict
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ragindex.clock import utcnow
@@ -42,6 +41,7 @@ from ragindex.encoders.cached import CachedDenseEncoder
 from ragindex.encoders.protocol import SparseEncoder
 from ragindex.errors import IntegrityError, RagindexError, ValidationError
 from ragindex.index.protocol import DensePoint, VectorIndex
+from ragindex.pipeline.samples import SAMPLE, Sampled
 from ragindex.store.protocol import TruthStore
 from ragindex.store.records import ChunkRow, IndexMeta
 from ragindex.store.states import CollectionState, IndexStatus, Lifecycle
@@ -51,7 +51,6 @@ log = logging.getLogger(__name__)
 
 COLLECTION_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,40}$")
 MAX_PASSES = 5
-SAMPLE = 10
 BuildProgress = Callable[[str, int], None]
 
 
@@ -64,7 +63,7 @@ def validate_collection_name(name: str) -> None:
 
 
 @dataclass
-class ConvergeStats:
+class ConvergeStats(Sampled):
     """What one pass over a collection found (missing copies, orphans) and did (copies written, orphans deleted)."""
 
     kinds: tuple[str, ...]
@@ -73,7 +72,6 @@ class ConvergeStats:
     copied: dict[str, int] = field(default_factory=dict)
     orphans_deleted: int = 0
     failed: dict[str, str] = field(default_factory=dict)  # chunk_id -> error
-    samples: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
 
     def __post_init__(self) -> None:
         for kind in self.kinds:
@@ -85,12 +83,6 @@ class ConvergeStats:
         """Copies and orphans this pass found."""
         return sum(self.missing.values()) + self.orphans
 
-    def sample(self, key: str, ids: Sequence[str]) -> None:
-        """Keep a few example ids per category."""
-        room = SAMPLE - len(self.samples[key])
-        if room > 0:
-            self.samples[key].extend(ids[:room])
-
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
         return {
@@ -100,7 +92,7 @@ class ConvergeStats:
             "orphans_deleted": self.orphans_deleted,
             "failed": len(self.failed),
             "failed_ids": sorted(self.failed)[:SAMPLE],
-            "samples": {k: v for k, v in self.samples.items() if v},
+            "samples": self.kept_samples(),
         }
 
 
@@ -255,24 +247,8 @@ class ReindexReport:
     duration_ms: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON printed by ``ragindex reindex --into NAME --json``."""
-        return {
-            "collection": self.collection,
-            "previous": self.previous,
-            "dense_fingerprint": self.dense_fingerprint,
-            "resumed": self.resumed,
-            "switched": self.switched,
-            "dropped": self.dropped,
-            "passes": self.passes,
-            "copied": self.copied,
-            "orphans_deleted": self.orphans_deleted,
-            "points": self.points,
-            "expected_points": self.expected_points,
-            "embedded": self.embedded,
-            "reused": self.reused,
-            "notes": self.notes,
-            "duration_ms": round(self.duration_ms, 1),
-        }
+        """The JSON printed by ``ragindex reindex --into NAME --json``: every field, in order."""
+        return {**asdict(self), "duration_ms": round(self.duration_ms, 1)}
 
 
 def _check_target(meta: IndexMeta, every: Sequence[IndexMeta]) -> bool:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -36,6 +35,7 @@ from ragindex.index.protocol import VectorIndex
 from ragindex.pipeline.indexer import Indexer, StageResult
 from ragindex.pipeline.manage import purge_rows
 from ragindex.pipeline.reindex import CollectionBuilder
+from ragindex.pipeline.samples import SAMPLE, Sampled
 from ragindex.store.protocol import TruthStore
 from ragindex.store.records import IndexMeta
 from ragindex.store.states import IndexStatus, Lifecycle, RunStatus
@@ -43,7 +43,6 @@ from ragindex.types import VectorKind
 
 log = logging.getLogger(__name__)
 
-SAMPLE = 10
 _ID_BATCH = 500
 
 
@@ -52,7 +51,7 @@ def _counts(kinds: Sequence[str]) -> dict[str, int]:
 
 
 @dataclass
-class RepairReport:
+class RepairReport(Sampled):
     """What repair found (and, unless ``dry_run``, fixed); ``samples`` holds a few ids per category."""
 
     dry_run: bool
@@ -72,7 +71,6 @@ class RepairReport:
     indexed: dict[str, int] = field(default_factory=dict)
     index_failed: dict[str, int] = field(default_factory=dict)
     building: list[dict[str, Any]] = field(default_factory=list)
-    samples: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     notes: list[str] = field(default_factory=list)
     duration_ms: float = 0.0
 
@@ -88,12 +86,6 @@ class RepairReport:
         ):
             for kind in self.kinds:
                 counts.setdefault(kind, 0)
-
-    def sample(self, key: str, ids: Sequence[str]) -> None:
-        """Keep a few example ids per category."""
-        room = SAMPLE - len(self.samples[key])
-        if room > 0:
-            self.samples[key].extend(ids[:room])
 
     @property
     def ok(self) -> bool:
@@ -137,7 +129,7 @@ class RepairReport:
             "indexed": self.indexed,
             "index_failed": self.index_failed,
             "building": self.building,
-            "samples": {k: v for k, v in self.samples.items() if v},
+            "samples": self.kept_samples(),
             "notes": self.notes,
             "duration_ms": round(self.duration_ms, 1),
         }

@@ -13,7 +13,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,12 +50,9 @@ class IngestReport:
     stage_ms: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON printed by ``ragindex ingest --json``."""
+        """The JSON printed by ``ragindex ingest --json``: every field, in order, times rounded to 0.1 ms."""
         return {
-            "documents": self.documents,
-            "chunks": self.chunks,
-            "failures": self.failures,
-            "notes": self.notes,
+            **asdict(self),
             "duration_ms": round(self.duration_ms, 1),
             "stage_ms": {k: round(v, 1) for k, v in self.stage_ms.items()},
         }

@@ -1,7 +1,7 @@
 """Fusion of per-source ranked candidate lists into one ranking: pure functions, stdlib only.
 
-Every function takes ``lists``: for each source name (``"dense"``, ``"bm25"``, ``"sparse"``) the candidates
-as ``(item id, raw score)`` pairs, already in rank order (best first). Every function returns
+Every function takes ``lists``: for each source name (a :class:`~ragindex.types.VectorKind`: ``dense``, ``bm25``,
+``sparse``) the candidates as ``(item id, raw score)`` pairs, already in rank order (best first). Every function returns
 :class:`Fused` items sorted by fused score descending, ties broken by item id ascending, so the output is
 deterministic. An id repeated inside one list keeps its first (best) position; later repeats are ignored.
 
@@ -18,14 +18,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ragindex.errors import ValidationError
-from ragindex.types import SourceScore
+from ragindex.types import SourceScore, VectorKind
 
 __all__ = ["FUSIONS", "SOURCE_ORDER", "Fused", "RankedLists", "boost_only", "combine_dedup", "dbsf", "fuse", "rrf"]
 
 RankedLists = Mapping[str, Sequence[tuple[str, float]]]
 """Per source name, the candidates as ``(item id, raw score)`` in rank order, best first."""
 
-SOURCE_ORDER: tuple[str, ...] = ("dense", "bm25", "sparse")
+SOURCE_ORDER: tuple[str, ...] = tuple(VectorKind)
 """The fixed source order used where sources must be visited in turn; other names follow alphabetically."""
 
 
@@ -190,7 +190,7 @@ def _min_max(candidates: list[tuple[str, float, int]]) -> dict[str, float]:
     return {item_id: (score - low) / (high - low) for item_id, score, _rank in candidates}
 
 
-def boost_only(lists: RankedLists, *, primary: str = "dense", boost_weight: float = 0.2) -> list[Fused]:
+def boost_only(lists: RankedLists, *, primary: str = VectorKind.DENSE, boost_weight: float = 0.2) -> list[Fused]:
     """Keep the primary source's items only; the other sources boost their scores (seed "dense only, BM25 boosts").
 
     Fused score = primary raw score + ``boost_weight`` × Σ over the other sources of the item's score there,
@@ -234,7 +234,7 @@ def fuse(
     *,
     k: int = 60,
     weights: Mapping[str, float] | None = None,
-    primary: str = "dense",
+    primary: str = VectorKind.DENSE,
     boost_weight: float = 0.2,
     limit: int | None = None,
 ) -> list[Fused]:

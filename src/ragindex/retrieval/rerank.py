@@ -100,9 +100,8 @@ class CrossEncoderReranker:
         self._load()
 
     def _load(self) -> Any:
-        if self._model is not None:
-            return self._model
-        self._model = load_once(("cross-encoder", self.source, self.device, self.max_length), self._build)
+        if self._model is None:
+            self._model = load_once(("cross-encoder", self.source, self.device, self.max_length), self._build)
         return self._model
 
     def _build(self) -> Any:

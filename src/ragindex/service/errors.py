@@ -31,18 +31,12 @@ _HTTP_NAMES = {
 }
 
 
-class AuthenticationError(RagindexError):
+class AuthenticationError(RagindexError, exit_code=2, http_status=401):
     """No API key, or an unknown or revoked one."""
 
-    exit_code = 2
-    http_status = 401
 
-
-class PermissionDeniedError(RagindexError):
+class PermissionDeniedError(RagindexError, exit_code=2, http_status=403):
     """The key is valid but its role may not do this (admin endpoints)."""
-
-    exit_code = 2
-    http_status = 403
 
 
 def _ragindex_error(_request: Request, exc: Exception) -> JSONResponse:

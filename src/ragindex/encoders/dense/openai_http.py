@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ragindex.encoders._http import RetryingJsonClient, display_url
+from ragindex.encoders._http import HttpEncoder, RetryingJsonClient, float_matrix
 from ragindex.errors import ConfigurationError, EncodingError
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ def embeddings_url(base_url: str) -> str:
     return f"{base}/v1/embeddings"
 
 
-class OpenAIHttpDenseEncoder:
+class OpenAIHttpDenseEncoder(HttpEncoder):
     """Dense vectors from an OpenAI-compatible embeddings endpoint.
 
     Args:
@@ -93,19 +93,6 @@ class OpenAIHttpDenseEncoder:
             api_key=api_key,
             service="embeddings API",
         )
-
-    def __repr__(self) -> str:
-        return f"OpenAIHttpDenseEncoder(url={display_url(self.url)!r}, model={self.model!r})"
-
-    def __enter__(self) -> OpenAIHttpDenseEncoder:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Release the HTTP connection pool."""
-        self._http.close()
 
     @property
     def fingerprint(self) -> str:
@@ -173,13 +160,6 @@ class OpenAIHttpDenseEncoder:
             if not isinstance(index, int) or not 0 <= index < n or rows[index] is not None:
                 raise EncodingError(f"embeddings API answered an invalid or repeated index {index!r}")
             rows[index] = item.get("embedding")
-        try:
-            vectors = np.asarray(rows, dtype=np.float32)
-        except (TypeError, ValueError) as exc:
-            raise EncodingError(
-                "embeddings API answered embeddings that are not equal-length float lists "
-                "(is encoding_format=float supported?)"
-            ) from exc
-        if vectors.ndim != 2 or vectors.shape[1] == 0 or not np.isfinite(vectors).all():
-            raise EncodingError(f"embeddings API answered malformed embeddings of shape {vectors.shape}")
-        return vectors
+        return float_matrix(
+            rows, service="embeddings API", noun="embeddings", hint=" (is encoding_format=float supported?)"
+        )

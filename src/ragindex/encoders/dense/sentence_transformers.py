@@ -90,9 +90,8 @@ class SentenceTransformerDenseEncoder:
         return int(self._load().max_seq_length)
 
     def _load(self) -> Any:
-        if self._model is not None:
-            return self._model
-        self._model = load_once(("sentence-transformer", self.source, self.device), self._build)
+        if self._model is None:
+            self._model = load_once(("sentence-transformer", self.source, self.device), self._build)
         return self._model
 
     def _build(self) -> Any:

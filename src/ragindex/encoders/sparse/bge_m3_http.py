@@ -21,11 +21,11 @@ how the weights are computed, never what is written to the index.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Self
+from typing import Any
 
 import numpy as np
 
-from ragindex.encoders._http import RetryingJsonClient, display_url
+from ragindex.encoders._http import HttpEncoder, RetryingJsonClient, float_matrix
 from ragindex.encoders.sparse.cleaning import clean_lexical_weights
 from ragindex.errors import ConfigurationError, EncodingError
 from ragindex.types import SparseVector
@@ -35,25 +35,41 @@ __all__ = ["BgeM3HttpSparseEncoder", "RemoteBgeM3Encoder"]
 DEFAULT_MODEL = "BAAI/bge-m3"
 
 
-class _EncodeService:
-    """``POST {url}/encode`` in batches, with the answers checked and the sparse weights cleaned."""
+class _EncodeService(HttpEncoder):
+    """``POST {url}/encode`` in batches, with the answers checked and the sparse weights cleaned.
+
+    Args:
+        url: Service root; requests go to ``{url}/encode``.
+        top_k: Keep at most this many weights per text (the largest).
+        min_weight: Drop weights below this value.
+        max_length: Sent as ``max_length`` (tokens read per text) when given.
+        batch_size: Texts per request.
+        timeout: Seconds per request.
+        max_retries: Retries of 5xx / 408 / 429 / network / timeout failures, linear backoff; a 4xx
+            is permanent. Default: the provider's :attr:`default_max_retries`.
+        backoff: Linear backoff step in seconds (the n-th retry waits ``n * backoff``).
+        api_key: Bearer token (e.g. ``ragindex encoder-server --api-key``).
+        model: The served model's identity, part of :attr:`name`.
+    """
 
     provider = ""
+    default_max_retries = 0
+    sends_batch_size = False
+    """Whether requests carry ``batch_size`` (the texts per request)."""
 
     def __init__(
         self,
         url: str,
         *,
-        top_k: int,
-        min_weight: float,
-        max_length: int | None,
-        batch_size: int,
-        timeout: float,
-        max_retries: int,
-        backoff: float,
-        api_key: str | None,
-        model: str,
-        send_batch_size: bool,
+        top_k: int = 256,
+        min_weight: float = 0.0,
+        max_length: int | None = None,
+        batch_size: int = 32,
+        timeout: float = 30.0,
+        max_retries: int | None = None,
+        backoff: float = 0.5,
+        api_key: str | None = None,
+        model: str = DEFAULT_MODEL,
     ) -> None:
         if top_k < 1 or batch_size < 1:
             raise ConfigurationError(f"top_k and batch_size must be >= 1, got {top_k}, {batch_size}")
@@ -63,28 +79,14 @@ class _EncodeService:
         self.max_length = max_length
         self.batch_size = batch_size
         self.model = model
-        self._send_batch_size = send_batch_size
         self._http = RetryingJsonClient(
             self.url,
             timeout=timeout,
-            max_retries=max_retries,
+            max_retries=self.default_max_retries if max_retries is None else max_retries,
             backoff=backoff,
             api_key=api_key,
             service=f"{self.provider} service",
         )
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(url={display_url(self.url)!r}, model={self.model!r})"
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Release the HTTP connection pool."""
-        self._http.close()
 
     @property
     def name(self) -> str:
@@ -112,7 +114,7 @@ class _EncodeService:
             }
             if self.max_length is not None:
                 payload["max_length"] = self.max_length
-            if self._send_batch_size:
+            if self.sends_batch_size:
                 payload["batch_size"] = self.batch_size
             body = self._http.post_json("/encode", payload)
             if not isinstance(body, dict):
@@ -138,113 +140,34 @@ def _dense_rows(rows: Any, n: int, provider: str) -> np.ndarray:
     if not isinstance(rows, list) or len(rows) != n:
         got = len(rows) if isinstance(rows, list) else "no"
         raise EncodingError(f"{provider} service answered {got} dense vectors for {n} texts")
-    try:
-        out = np.asarray(rows, dtype=np.float32)
-    except (TypeError, ValueError) as exc:
-        raise EncodingError(f"{provider} service answered dense vectors that are not equal-length float lists") from exc
-    if out.ndim != 2 or out.shape[1] == 0 or not np.isfinite(out).all():
-        raise EncodingError(f"{provider} service answered malformed dense vectors of shape {out.shape}")
-    return out
+    return float_matrix(rows, service=f"{provider} service", noun="dense vectors")
 
 
 class BgeM3HttpSparseEncoder(_EncodeService):
     """The ``bge_m3_http`` provider: sparse only, from an early bge-m3-server.
 
-    Args:
-        endpoint: Server root; requests go to ``{endpoint}/encode``.
-        top_k: Keep at most this many weights per text (the largest).
-        min_weight: Drop weights below this value.
-        max_length: Sent as ``max_length`` (tokens read per text) when given.
-        batch_size: Texts per request, also sent as ``batch_size``.
-        timeout: Seconds per request.
-        max_retries: Retries of 5xx / network / timeout failures (default 0: the early server's
-            client made one attempt; failed chunks are retried by the pipeline and ``repair``).
-        backoff: Linear backoff step in seconds.
-        api_key: Bearer token (e.g. ``ragindex encoder-server --api-key``).
-        model: The served model's identity, part of :attr:`name`.
+    Takes the arguments of the base service (``url``: the server root, ``RAGINDEX_SPARSE_HTTP_ENDPOINT``).
+    Requests carry ``batch_size``. One attempt per request by default (``max_retries=0``: the early
+    server's client made one attempt; failed chunks are retried by the pipeline and ``repair``).
     """
 
     provider = "bge_m3_http"
-
-    def __init__(
-        self,
-        endpoint: str,
-        *,
-        top_k: int = 256,
-        min_weight: float = 0.0,
-        max_length: int | None = None,
-        batch_size: int = 32,
-        timeout: float = 30.0,
-        max_retries: int = 0,
-        backoff: float = 0.5,
-        api_key: str | None = None,
-        model: str = DEFAULT_MODEL,
-    ) -> None:
-        super().__init__(
-            endpoint,
-            top_k=top_k,
-            min_weight=min_weight,
-            max_length=max_length,
-            batch_size=batch_size,
-            timeout=timeout,
-            max_retries=max_retries,
-            backoff=backoff,
-            api_key=api_key,
-            model=model,
-            send_batch_size=True,
-        )
+    default_max_retries = 0
+    sends_batch_size = True
 
 
 class RemoteBgeM3Encoder(_EncodeService):
     """The ``remote_bge_m3`` provider: a bge-m3-service returning dense and sparse from one inference.
 
-    :meth:`encode_documents` / :meth:`encode_queries` ask for sparse only (``return_dense: false``,
-    less to transfer); :meth:`encode_with_dense` returns both when the dense side wants to reuse the
-    same inference.
-
-    Args:
-        url: Service root (``RAGINDEX_BGE_M3_SERVICE_URL``); requests go to ``{url}/encode``.
-        top_k: Keep at most this many weights per text (the largest).
-        min_weight: Drop weights below this value.
-        max_length: Sent as ``max_length`` when given.
-        batch_size: Texts per request.
-        timeout: Seconds per request.
-        max_retries: Retries of 5xx / 408 / 429 / network / timeout failures, linear backoff; a
-            4xx is permanent.
-        backoff: Linear backoff step in seconds (the n-th retry waits ``n * backoff``).
-        api_key: Bearer token.
-        model: The served model's identity, part of :attr:`name`.
+    Takes the arguments of the base service (``url``: ``RAGINDEX_BGE_M3_SERVICE_URL``); requests are
+    retried 3 times by default. :meth:`encode_documents` / :meth:`encode_queries` ask for sparse only
+    (``return_dense: false``, less to transfer); :meth:`encode_with_dense` returns both when the dense
+    side wants to reuse the same inference.
     """
 
     provider = "remote_bge_m3"
-
-    def __init__(
-        self,
-        url: str,
-        *,
-        top_k: int = 256,
-        min_weight: float = 0.0,
-        max_length: int | None = None,
-        batch_size: int = 32,
-        timeout: float = 30.0,
-        max_retries: int = 3,
-        backoff: float = 0.5,
-        api_key: str | None = None,
-        model: str = DEFAULT_MODEL,
-    ) -> None:
-        super().__init__(
-            url,
-            top_k=top_k,
-            min_weight=min_weight,
-            max_length=max_length,
-            batch_size=batch_size,
-            timeout=timeout,
-            max_retries=max_retries,
-            backoff=backoff,
-            api_key=api_key,
-            model=model,
-            send_batch_size=False,
-        )
+    default_max_retries = 3
+    sends_batch_size = False
 
     def encode_with_dense(self, texts: Sequence[str]) -> tuple[list[SparseVector], np.ndarray]:
         """Cleaned sparse vectors and L2-normalised float32 dense vectors (n, dim) from one inference."""

@@ -29,9 +29,9 @@ import pytest
 
 from ragindex.encoders.sparse.bm25 import Bm25SparseEncoder
 from ragindex.errors import IndexBackendError, ValidationError
-from ragindex.index.protocol import BM25, DENSE, SPARSE, DensePoint, ScoredIds, TenantFilter, VectorIndex, VectorQuery
+from ragindex.index.protocol import DensePoint, ScoredIds, TenantFilter, VectorIndex, VectorQuery
 from ragindex.retrieval import fusion
-from ragindex.types import SparseVector
+from ragindex.types import SparseVector, VectorKind
 
 __all__ = ["SCORE_TOLERANCE", "VectorIndexContract", "assert_same_ranking", "ranking_agreement"]
 
@@ -109,7 +109,7 @@ def _bm25_documents() -> dict[str, SparseVector]:
 
 
 def _bm25_query(text: str) -> VectorQuery:
-    return VectorQuery(BM25, sparse=_encoder().encode_queries([text])[0])
+    return VectorQuery(VectorKind.BM25, sparse=_encoder().encode_queries([text])[0])
 
 
 def _unit_vectors(n: int, seed: int = 7) -> np.ndarray:
@@ -127,7 +127,7 @@ def _points(vectors: np.ndarray | None = None) -> list[DensePoint]:
 
 
 def _dense_query(seed: int = 99) -> VectorQuery:
-    return VectorQuery(DENSE, dense=_unit_vectors(1, seed)[0])
+    return VectorQuery(VectorKind.DENSE, dense=_unit_vectors(1, seed)[0])
 
 
 def _ids(hits: ScoredIds) -> list[str]:
@@ -147,7 +147,7 @@ class VectorIndexContract:
     def filled(self, index: VectorIndex) -> VectorIndex:
         """The backend with every contract row written (dense) and its BM25 vector set."""
         index.upsert_dense(COLLECTION, BUCKET, _points())
-        index.update_sparse(COLLECTION, BUCKET, BM25, _bm25_documents())
+        index.update_sparse(COLLECTION, BUCKET, VectorKind.BM25, _bm25_documents())
         return index
 
     # ------------------------------------------------------------------ buckets and writes
@@ -179,21 +179,23 @@ class VectorIndexContract:
         """A sparse update adds ``bm25`` and leaves dense scores unchanged."""
         index.upsert_dense(COLLECTION, BUCKET, _points())
         before = index.search(COLLECTION, BUCKET, _dense_query(), _MAIN, limit=10)
-        assert set(index.vectors_present(COLLECTION, BUCKET).values()) == {frozenset({DENSE})}
-        index.update_sparse(COLLECTION, BUCKET, BM25, _bm25_documents())
+        assert set(index.vectors_present(COLLECTION, BUCKET).values()) == {frozenset({VectorKind.DENSE})}
+        index.update_sparse(COLLECTION, BUCKET, VectorKind.BM25, _bm25_documents())
         after = index.search(COLLECTION, BUCKET, _dense_query(), _MAIN, limit=10)
         assert_same_ranking(after, before)
         present = index.vectors_present(COLLECTION, BUCKET)
-        assert present == dict.fromkeys(_IDS, frozenset({DENSE, BM25}))
+        assert present == dict.fromkeys(_IDS, frozenset({VectorKind.DENSE, VectorKind.BM25}))
 
     def test_update_sparse_of_the_lexical_vector(self, filled: VectorIndex) -> None:
         """``sparse`` is a plain dot-product sparse vector, updated independently of ``bm25``."""
         vector = SparseVector((3, 17, 40), (0.5, 1.0, 0.25))
-        filled.update_sparse(COLLECTION, BUCKET, SPARSE, {_IDS[0]: vector, _IDS[1]: SparseVector((17,), (2.0,))})
+        filled.update_sparse(
+            COLLECTION, BUCKET, VectorKind.SPARSE, {_IDS[0]: vector, _IDS[1]: SparseVector((17,), (2.0,))}
+        )
         present = filled.vectors_present(COLLECTION, BUCKET)
-        assert present[_IDS[0]] == frozenset({DENSE, BM25, SPARSE})
-        assert present[_IDS[2]] == frozenset({DENSE, BM25})
-        query = VectorQuery(SPARSE, sparse=SparseVector((3, 17), (1.0, 1.0)))
+        assert present[_IDS[0]] == frozenset({VectorKind.DENSE, VectorKind.BM25, VectorKind.SPARSE})
+        assert present[_IDS[2]] == frozenset({VectorKind.DENSE, VectorKind.BM25})
+        query = VectorQuery(VectorKind.SPARSE, sparse=SparseVector((3, 17), (1.0, 1.0)))
         hits = filled.search(COLLECTION, BUCKET, query, _MAIN, limit=10)
         assert _ids(hits) == [_IDS[1], _IDS[0]]
         assert [s for _, s in hits] == pytest.approx([2.0, 1.5], abs=SCORE_TOLERANCE)
@@ -202,19 +204,19 @@ class VectorIndexContract:
         """Writing a point again (dense only) drops its sparse vectors."""
         filled.upsert_dense(COLLECTION, BUCKET, _points()[:1])
         present = filled.vectors_present(COLLECTION, BUCKET)
-        assert present[_IDS[0]] == frozenset({DENSE})
-        assert all(present[cid] == frozenset({DENSE, BM25}) for cid in _IDS[1:])
+        assert present[_IDS[0]] == frozenset({VectorKind.DENSE})
+        assert all(present[cid] == frozenset({VectorKind.DENSE, VectorKind.BM25}) for cid in _IDS[1:])
         hits = filled.search(COLLECTION, BUCKET, _bm25_query("lazy dog"), _MAIN, limit=10)
         assert _ids(hits) == [_IDS[1]]
 
     def test_update_sparse_needs_the_bucket_and_the_points(self, index: VectorIndex) -> None:
         """A sparse update of a missing bucket or of an unknown point is a backend error."""
         with pytest.raises(IndexBackendError):
-            index.update_sparse(COLLECTION, BUCKET, BM25, _bm25_documents())
+            index.update_sparse(COLLECTION, BUCKET, VectorKind.BM25, _bm25_documents())
         index.upsert_dense(COLLECTION, BUCKET, _points())
         with pytest.raises(IndexBackendError):
-            index.update_sparse(COLLECTION, BUCKET, BM25, {str(uuid.uuid4()): _bm25_documents()[_IDS[0]]})
-        index.update_sparse(COLLECTION, BUCKET, BM25, {})
+            index.update_sparse(COLLECTION, BUCKET, VectorKind.BM25, {str(uuid.uuid4()): _bm25_documents()[_IDS[0]]})
+        index.update_sparse(COLLECTION, BUCKET, VectorKind.BM25, {})
 
     def test_delete_is_idempotent(self, filled: VectorIndex) -> None:
         """Deleting unknown ids, deleting twice and deleting in a missing bucket are not errors."""
@@ -272,7 +274,7 @@ class VectorIndexContract:
         )
         assert all(isinstance(cid, str) for cid, _ in hits)
         assert_same_ranking(hits, expected)
-        own = filled.search(COLLECTION, BUCKET, VectorQuery(DENSE, dense=vectors[2]), _MAIN, limit=1)
+        own = filled.search(COLLECTION, BUCKET, VectorQuery(VectorKind.DENSE, dense=vectors[2]), _MAIN, limit=1)
         assert own[0][0] == _IDS[2]
         assert own[0][1] == pytest.approx(1.0, abs=SCORE_TOLERANCE)
 
@@ -338,7 +340,7 @@ class VectorIndexContract:
     def test_query_needs_a_vector(self, filled: VectorIndex) -> None:
         """A query with neither a dense nor a sparse vector is a validation error."""
         with pytest.raises(ValidationError):
-            filled.search(COLLECTION, BUCKET, VectorQuery(DENSE), _MAIN, limit=5)
+            filled.search(COLLECTION, BUCKET, VectorQuery(VectorKind.DENSE), _MAIN, limit=5)
 
     # ------------------------------------------------------------------ fusion
     def _sources(self, index: VectorIndex, queries: Sequence[VectorQuery], tenant: TenantFilter) -> fusion.RankedLists:
@@ -352,7 +354,7 @@ class VectorIndexContract:
             native = filled.fused_search(
                 COLLECTION, BUCKET, queries, _MAIN, limit=10, candidates=20, fusion="rrf", rrf_k=60, weights=weights
             )
-            named = dict(zip((DENSE, BM25), weights, strict=True)) if weights else None
+            named = dict(zip((q.using for q in queries), weights, strict=True)) if weights else None
             reference = [(f.id, f.score) for f in fusion.rrf(lists, k=60, weights=named)][:10]
             assert_same_ranking(native, reference)
         small_k = filled.fused_search(
