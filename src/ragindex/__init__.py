@@ -20,6 +20,10 @@ _EXPORTS = {
     "SearchResult": "ragindex.types",
     "SourceScore": "ragindex.types",
     "SearchMode": "ragindex.types",
+    "Expand": "ragindex.types",
+    "GroupBy": "ragindex.types",
+    "MergedHit": "ragindex.types",
+    "Script": "ragindex.language",
     "RagindexError": "ragindex.errors",
     "InputError": "ragindex.errors",
     "ValidationError": "ragindex.errors",
@@ -44,6 +48,10 @@ __all__ = [
     "SearchResult",
     "SourceScore",
     "SearchMode",
+    "Expand",
+    "GroupBy",
+    "MergedHit",
+    "Script",
     "RagindexError",
     "InputError",
     "ValidationError",
@@ -75,7 +83,18 @@ if TYPE_CHECKING:
         RetrievalError,
         ValidationError,
     )
-    from ragindex.types import ChunkDraft, Document, Hit, SearchMode, SearchResult, SourceScore
+    from ragindex.language import Script
+    from ragindex.types import (
+        ChunkDraft,
+        Document,
+        Expand,
+        GroupBy,
+        Hit,
+        MergedHit,
+        SearchMode,
+        SearchResult,
+        SourceScore,
+    )
 
 
 def __getattr__(name: str) -> Any:

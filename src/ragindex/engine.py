@@ -235,7 +235,7 @@ class Engine:
         from ragindex.retrieval.search import validate_ids
 
         validate_ids(user_id=user_id, set_id=set_id)
-        self.store.enable_kinds(self.sparse)  # a sparse kind enabled after the first ingest: backfill its copies
+        self._enable_sparse_kinds()
         sync = SourceSync(
             self.store,
             self.indexer,
@@ -245,6 +245,9 @@ class Engine:
             bucket_count=self.settings.bucket_count,
             max_file_bytes=self.settings.max_file_bytes,
             max_attempts=self.settings.max_attempts,
+            chunking_fingerprint=self.settings.chunking_fingerprint,
+            section_max_chars=self.settings.section_max_chars,
+            contextual=self.settings.contextual_chunks,
             progress=progress,
         )
         report = sync.run(
@@ -269,6 +272,20 @@ class Engine:
         if collection and self._index.count(collection, bucket) >= self.settings.optimize_min_points:
             self._index.optimize(collection, bucket)
 
+    def _enable_sparse_kinds(self) -> None:
+        """A sparse kind enabled after the first ingest: give existing rows a PENDING copy of it.
+
+        With sections, the lexical kinds belong to sections only: chunks keep them NULL.
+        """
+        from ragindex.pipeline.sync import unit_kinds
+
+        units = unit_kinds(self.kinds, self.settings.section_max_chars)
+        if units is None:
+            self.store.enable_kinds(self.sparse)
+            return
+        for unit, kinds in units.items():
+            self.store.enable_kinds([k for k in kinds if k in self.sparse], unit=unit)
+
     def search(
         self,
         query: str,
@@ -282,12 +299,22 @@ class Engine:
         fusion: str | None = None,
         candidates: int | None = None,
         rerank: bool | None = None,
+        expand: str | None = None,
+        context_chars: int | None = None,
+        group_by: str | None = None,
     ) -> SearchResult:
         """Search one tenant's set; every hit is backfilled from the truth store (no ghost hits).
 
         With ``rerank`` (default: ``RAGINDEX_RERANK_ENABLED``) the fused candidates are reranked by the
         cross-encoder; a hit's score is then its rerank score in [0, 1], and so is ``score_threshold``.
+
+        ``group_by`` (``none``, ``section``, ``document``; default ``RAGINDEX_GROUP_BY``) keeps the best hit of
+        each section or document at its place and lists the others in its ``merged``, still returning up to
+        ``top_k`` hits. ``expand`` (``none``, ``neighbours``, ``section``; default ``RAGINDEX_EXPAND``) gives each
+        hit a ``context``: its text joined with adjacent chunks or with its section, at most ``context_chars``
+        characters (0 to 20000; default ``RAGINDEX_CONTEXT_CHARS``). See :mod:`ragindex.retrieval.context`.
         """
+        from ragindex.retrieval.context import HitShaper, validate_shape
         from ragindex.retrieval.search import Retriever, validate_request
 
         request = validate_request(
@@ -302,6 +329,11 @@ class Engine:
             candidates=candidates or self.settings.candidates_per_source,
             rerank=self.settings.rerank_enabled if rerank is None else rerank,
         )
+        shape = validate_shape(
+            expand=self.settings.expand if expand is None else expand,
+            context_chars=self.settings.context_chars if context_chars is None else context_chars,
+            group_by=self.settings.group_by if group_by is None else group_by,
+        )
         retriever = Retriever(
             self.store,
             lambda: self.index,
@@ -314,7 +346,8 @@ class Engine:
             reranker=lambda: self.reranker,
             rerank_candidates=self.settings.rerank_candidates,
         )
-        return retriever.search(request)
+        result = retriever.search(replace(request, top_k=shape.fetch(request.top_k)))
+        return HitShaper(self.store).apply(result, shape, request.top_k)
 
     def status(self) -> dict[str, Any]:
         """Documents and chunks per status, per set, plus the collections."""
@@ -416,7 +449,7 @@ class Engine:
         ``indexing_stale_seconds``.
         """
         if not dry_run:
-            self.store.enable_kinds(self.sparse)
+            self._enable_sparse_kinds()
             if self.read_collection() is None and self.store.chunks_needing_work(self.kinds):
                 # an ingest died after its first truth write but before its first index write:
                 # create the collection it would have created, so its chunks are indexed now

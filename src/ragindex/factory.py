@@ -63,6 +63,7 @@ def build_dense_encoder(settings: Settings, model: str | None = None) -> DenseEn
             batch_size=dense.embed_batch_size,
             timeout=dense.dense_timeout,
             max_retries=dense.dense_max_retries,
+            languages=dense.dense_scripts,
         )
     from ragindex.encoders.dense.sentence_transformers import SentenceTransformerDenseEncoder
 
@@ -74,6 +75,7 @@ def build_dense_encoder(settings: Settings, model: str | None = None) -> DenseEn
         batch_size=dense.embed_batch_size,
         offline=runtime.hf_offline,
         threads=runtime.torch_threads,
+        languages=dense.dense_scripts,
     )
 
 

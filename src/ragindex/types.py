@@ -50,6 +50,9 @@ class ChunkDraft:
     section: str | None = None
     token_count: int | None = None
     chunk_type: str = "text"
+    unit: str = "chunk"  # "chunk" (the dense unit) or "section" (the lexical unit, made by the pipeline)
+    section_index: int | None = None  # a chunk's section: its index among the document's section drafts
+    context: str | None = None  # "Title > Heading": indexed in front of the text, never returned as text
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +75,33 @@ class VectorKind(StrEnum):
     SPARSE = "sparse"
 
 
+class Unit(StrEnum):
+    """The granularity of a truth-store row: a chunk (the dense unit) or a section (the lexical unit)."""
+
+    CHUNK = "chunk"
+    SECTION = "section"
+
+
+MAX_CONTEXT_CHARS = 20_000
+"""The largest ``context_chars`` a search accepts (about 5,000 tokens per hit)."""
+
+
+class Expand(StrEnum):
+    """What a hit's ``context`` holds: nothing, its neighbouring chunks, or its section (within a character budget)."""
+
+    NONE = "none"
+    NEIGHBOURS = "neighbours"
+    SECTION = "section"
+
+
+class GroupBy(StrEnum):
+    """Which hits a search merges into one: none, those of one section, or those of one document."""
+
+    NONE = "none"
+    SECTION = "section"
+    DOCUMENT = "document"
+
+
 class SearchMode(StrEnum):
     """Retrieval modes."""
 
@@ -87,6 +117,25 @@ class SourceScore:
 
     score: float
     rank: int
+
+
+@dataclass(frozen=True, slots=True)
+class MergedHit:
+    """A hit that ``group_by`` folded into a better one of the same section or document, with its scores."""
+
+    chunk_id: str
+    rank: int  # its rank before grouping
+    score: float
+    scores: Mapping[str, SourceScore]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (under the kept hit's ``merged``)."""
+        return {
+            "chunk_id": self.chunk_id,
+            "rank": self.rank,
+            "score": self.score,
+            "scores": {k: {"score": v.score, "rank": v.rank} for k, v in self.scores.items()},
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,10 +156,19 @@ class Hit:
     end_line: int | None
     scores: Mapping[str, SourceScore]
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    skipped: Mapping[str, str] = field(default_factory=dict)
+    """Sources the search did not run, with the reason, e.g. ``{"dense": "model does not cover han script"}``
+    (the language guard); ``scores`` holds only the sources that ran. ``to_dict`` lists both under ``scores``."""
+    context: str | None = None
+    """The hit's text joined with its neighbouring chunks or its section, within the search's ``context_chars``
+    (``expand``); None without expansion, and then ``to_dict`` leaves the key out."""
+    merged: tuple[MergedHit, ...] = ()
+    """Lower-ranked hits of the same section or document folded into this one (``group_by``), in rank order;
+    ``to_dict`` leaves the key out when there are none."""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form used by ``ragindex search --json`` and the HTTP API."""
-        return {
+        """JSON form used by ``ragindex search --json`` and the HTTP API (``context``, ``merged``: only when set)."""
+        out: dict[str, Any] = {
             "rank": self.rank,
             "chunk_id": self.chunk_id,
             "doc_id": self.doc_id,
@@ -123,18 +181,32 @@ class Hit:
             "start_line": self.start_line,
             "end_line": self.end_line,
             "text": self.text,
-            "scores": {k: {"score": v.score, "rank": v.rank} for k, v in self.scores.items()},
+            "scores": {
+                **{k: {"score": v.score, "rank": v.rank} for k, v in self.scores.items()},
+                **{k: {"skipped": reason} for k, reason in self.skipped.items()},
+            },
         }
+        if self.context is not None:
+            out["context"] = self.context
+        if self.merged:
+            out["merged"] = [m.to_dict() for m in self.merged]
+        return out
 
 
 @dataclass(frozen=True, slots=True)
 class SearchResult:
-    """Hits in rank order plus the latency of each phase in milliseconds."""
+    """Hits in rank order plus the latency of each phase in milliseconds, and warnings about the ranking.
+
+    ``warnings`` explains a result that is likely poor, e.g. a dense search for a query in a script the dense
+    model does not cover; ``to_dict`` adds the key only when there is one.
+    """
 
     hits: tuple[Hit, ...]
     latency_ms: Mapping[str, float]
     mode: str
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form used by ``ragindex search --json`` and the HTTP API."""
-        return {"mode": self.mode, "hits": [h.to_dict() for h in self.hits], "latency_ms": dict(self.latency_ms)}
+        out = {"mode": self.mode, "hits": [h.to_dict() for h in self.hits], "latency_ms": dict(self.latency_ms)}
+        return out | ({"warnings": list(self.warnings)} if self.warnings else {})

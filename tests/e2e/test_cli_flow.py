@@ -88,7 +88,7 @@ def test_ingest_search_noop_change_delete_verify(tmp_path: Path, corpus: Path) -
     code, noop = cli("ingest", str(corpus), "--json", data_dir=data)
     assert code == 0
     assert noop["documents"]["unchanged"] == 3
-    assert noop["chunks"] == {"total": 0, "embedded": 0, "reused": 0, "removed": 0, "failed": 0}
+    assert noop["chunks"] == {"total": 0, "sections": 0, "embedded": 0, "reused": 0, "removed": 0, "failed": 0}
 
     # change one paragraph of one file: only its new chunks are embedded
     changed = DOCS["espresso.txt"].replace("eighteen grams", "twenty grams of a darker roast")

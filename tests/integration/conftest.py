@@ -21,27 +21,25 @@ def _disarm() -> Iterator[None]:
 
 
 @pytest.fixture
-def make_engine(tmp_path: Path) -> Callable[..., Engine]:
-    """Open an Engine on ``tmp_path / "d"`` with these settings (the caller closes it, e.g. ``with``)."""
+def engine_settings() -> dict[str, Any]:
+    """Settings of every engine of a module besides its data dir; override it in a module to change them."""
+    return {}
+
+
+@pytest.fixture
+def make_engine(tmp_path: Path, engine_settings: dict[str, Any]) -> Callable[..., Engine]:
+    """Open an Engine on ``tmp_path / "d"`` with ``engine_settings`` and these (the caller closes it, e.g. ``with``)."""
 
     def make(**settings: Any) -> Engine:
-        return Engine(Settings(data_dir=tmp_path / "d", **settings))
+        return Engine(Settings(data_dir=tmp_path / "d", **{**engine_settings, **settings}))
 
     return make
 
 
 @pytest.fixture
-def engine_settings() -> dict[str, Any]:
-    """Settings of ``engine`` besides its data dir; override it in a module to change them."""
-    return {}
-
-
-@pytest.fixture
-def engine(
-    make_engine: Callable[..., Engine], engine_settings: dict[str, Any], corpus: Path, corpus_files: dict[str, str]
-) -> Iterator[Engine]:
+def engine(make_engine: Callable[..., Engine], corpus: Path, corpus_files: dict[str, str]) -> Iterator[Engine]:
     """An engine with ``corpus`` ingested: every document added, truth store and index in agreement."""
-    with make_engine(**engine_settings) as eng:
+    with make_engine() as eng:
         report = eng.ingest([corpus])
         assert report.documents["added"] == len(corpus_files)
         assert eng.verify().ok

@@ -117,7 +117,8 @@ def test_a_kind_enabled_later_is_backfilled_by_the_next_ingest(tmp_path: Path) -
         assert engine.store.chunk_count_by_status("bm25") == {}
     with Engine(Settings(data_dir=data)) as engine:
         report = engine.ingest([corpus])
-        assert report.documents["unchanged"] == 2 and report.chunks["embedded"] == 0
+        # sections (the BM25 unit) exist only with a lexical kind: the documents are re-chunked, nothing re-embedded
+        assert report.documents["rechunked"] == 2 and report.chunks["embedded"] == 0
         assert engine.store.chunk_count_by_status("bm25") == {"SUCCESS": 2}
         assert engine.search("obsidian", user_id=1, set_id=1, mode="bm25").hits[0].filename == "a.txt"
         assert engine.verify().ok

@@ -44,7 +44,9 @@ def corpus_files() -> dict[str, str]:
 
 @pytest.fixture
 def engine_settings() -> dict[str, Any]:
-    return {"embed_batch_size": 1}  # one chunk per batch: builds can stop half way
+    # one chunk per batch: builds can stop half way; every kind on chunks (tests/integration/test_sections.py
+    # covers sections)
+    return {"embed_batch_size": 1, "section_max_chars": 0}
 
 
 def results(engine: Engine, mode: str = "hybrid") -> list[list[tuple[str, float]]]:

@@ -27,6 +27,13 @@ pytestmark = pytest.mark.integration
 # fixtures: engine, make_engine (tests/integration/conftest.py); corpus: corpora.THREE_DOCS (tests/conftest.py)
 
 
+
+@pytest.fixture
+def engine_settings() -> dict[str, Any]:
+    """Every kind on chunks (``section_max_chars=0``): these tests drive the chunk-level state machine with a
+    bm25 copy on each chunk; tests/integration/test_sections.py covers the sectioned default."""
+    return {"section_max_chars": 0}
+
 def top(engine: Engine, query: str, mode: str = "hybrid") -> str:
     return engine.search(query, user_id=1, set_id=1, mode=mode).hits[0].chunk_id
 
@@ -268,7 +275,7 @@ def test_cli_repair(tmp_path: Path, corpus: Path) -> None:
     runner = CliRunner()
     assert runner.invoke(app, ["--data-dir", str(data), "ingest", str(corpus), "--json"]).exit_code == 0
     with Engine(Settings(data_dir=data)) as engine:  # break it behind the truth store's back
-        cid = engine.store.all_active_chunk_ids()[0]
+        cid = engine.store.chunks_of_document(engine.store.list_documents()[0].doc_id)[0].chunk_id
         engine.index.delete_points(*where(engine, cid), [cid])
     result = runner.invoke(app, ["--data-dir", str(data), "repair", "--dry-run", "--json"])
     assert result.exit_code == 0

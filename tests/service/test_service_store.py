@@ -107,7 +107,7 @@ def test_a_database_made_by_an_earlier_version_is_not_migrated_again(url: str) -
 
     engine = create_engine(url)
     try:
-        applied = apply_migrations(engine, (*MIGRATIONS, *SERVICE_MIGRATIONS))  # the single list of 0.1
+        applied = apply_migrations(engine, (*MIGRATIONS[:2], *SERVICE_MIGRATIONS))  # the single list of 0.1
         assert applied == ["m001_initial_schema", "m002_mysql_exact_keys_and_times", "m003_jobs", "m004_api_keys"]
         with engine.begin() as conn:
             conn.execute(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Group
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -13,7 +14,7 @@ from ragindex.types import VectorKind
 if TYPE_CHECKING:
     from ragindex.pipeline.sync import IngestReport
     from ragindex.pipeline.verify import VerifyReport
-    from ragindex.types import SearchResult
+    from ragindex.types import Hit, SearchResult
 
 
 def ingest_table(report: IngestReport) -> Group:
@@ -48,17 +49,42 @@ def search_table(query: str, result: SearchResult) -> Group:
             )
             if part
         )
-        per_source = " · ".join(f"{k} #{v.rank} {v.score:.3f}" for k, v in hit.scores.items())
+        per_source = " · ".join(
+            [f"{k} #{v.rank} {v.score:.3f}" for k, v in hit.scores.items()]
+            + [f"{k} skipped: {reason}" for k, reason in hit.skipped.items()]
+        )
         head = Text()
         head.append(f"{hit.rank:>2}. ", style="bold")
         head.append(f"{hit.score:.4f}  ", style="cyan")
         head.append(hit.filename, style="bold green")
         head.append(f"  {where}  [{per_source}]", style="dim")
-        snippet = " ".join(hit.text.split())
-        parts += [head, Text("    " + snippet[:300] + ("…" if len(snippet) > 300 else ""))]
+        parts += [head, *_hit_body(hit)]
     latency = "  ".join(f"{k} {v:.1f} ms" for k, v in result.latency_ms.items())
     parts.append(Text(f"{len(result.hits)} hits · {latency}", style="dim"))
+    parts += [Text(f"warning: {warning}", style="yellow") for warning in result.warnings]
     return Group(*parts)
+
+
+def _hit_body(hit: Hit) -> list[Any]:
+    """A hit's text (the first 300 characters on one line), or its whole context with the text in bold."""
+    out: list[Any] = []
+    if hit.context is None:
+        snippet = " ".join(hit.text.split())
+        out.append(Text("    " + snippet[:300] + ("…" if len(snippet) > 300 else "")))
+    else:
+        body = Text()
+        at = hit.context.find(hit.text)
+        if at < 0:
+            body.append(hit.context)
+        else:
+            body.append(hit.context[:at])
+            body.append(hit.text, style="bold")
+            body.append(hit.context[at + len(hit.text) :])
+        out.append(Padding(body, (0, 0, 0, 4)))
+    if hit.merged:
+        merged = ", ".join(f"#{m.rank} {m.score:.4f} {m.chunk_id[:12]}" for m in hit.merged)
+        out.append(Text(f"    + {len(hit.merged)} merged: {merged}", style="dim"))
+    return out
 
 
 def status_table(report: dict[str, Any]) -> Table:

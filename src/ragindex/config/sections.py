@@ -14,6 +14,9 @@ from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from ragindex.language import Script, parse_languages
+from ragindex.types import MAX_CONTEXT_CHARS
+
 DEFAULT_DENSE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_RERANK_MODEL = "BAAI/bge-reranker-v2-m3"
 
@@ -97,6 +100,15 @@ class ChunkingSettings(SettingsSection):
     chunk_overlap: int = Field(64, ge=0, description="Character overlap for `fixed` and `recursive`.")
     chunk_tokens: int = Field(480, ge=16, description="Tokens per chunk for `structure` (capped at the model's max).")
     chunk_token_overlap: int = Field(0, ge=0, description="Token overlap when `structure` must split a section.")
+    section_max_chars: int = Field(
+        3000,
+        ge=0,
+        description="Most characters per section, the unit BM25 and learned sparse score (chunks stay the dense "
+        "unit); 0: no sections, every source scores chunks.",
+    )
+    contextual_chunks: bool = Field(
+        True, description="Index each chunk and section with its `Title > Heading` line in front (text returned as is)."
+    )
 
     @model_validator(mode="after")
     def _check_chunk_overlaps(self) -> Self:
@@ -148,6 +160,23 @@ class DenseSettings(SettingsSection):
     dense_max_retries: int = Field(
         3, ge=0, description="Retries of a 5xx / 408 / 429 / network / timeout failure (linear backoff)."
     )
+    dense_languages: str = Field(
+        "auto",
+        description="Scripts the dense model covers: `auto` (from its name: Latin for English-only families such as "
+        "`all-*`, every script otherwise), `all`, or a list of scripts / ISO 639-1 codes (`latin,cyrillic`, `en,zh`). "
+        "Hybrid skips dense for a query in another script.",
+    )
+
+    @field_validator("dense_languages")
+    @classmethod
+    def _check_dense_languages(cls, value: str) -> str:
+        parse_languages(value)  # raises ValueError naming the valid values
+        return value
+
+    @property
+    def dense_scripts(self) -> frozenset[Script] | None:
+        """The scripts of ``dense_languages``; None for ``auto`` (the encoder guesses from the model name)."""
+        return parse_languages(self.dense_languages)
 
     @model_validator(mode="after")
     def _check_dense_provider(self) -> Self:
@@ -235,6 +264,21 @@ class RetrievalSettings(SettingsSection):
     rrf_k: int = Field(60, ge=1, description="RRF constant k.")
     rrf_weights: dict[str, float] = Field(
         default_factory=dict, description='Per-source RRF weights, e.g. `{"dense": 1.0, "bm25": 1.0}`.'
+    )
+    expand: Literal["none", "neighbours", "section"] = Field(
+        "none",
+        description="Default `context` of each hit: `none`, `neighbours` (adjacent chunks) or `section` (its "
+        "section), within `context_chars`.",
+    )
+    context_chars: int = Field(
+        2000,
+        ge=0,
+        le=MAX_CONTEXT_CHARS,
+        description="Most characters of a hit's `context` (its own text is kept whole).",
+    )
+    group_by: Literal["none", "section", "document"] = Field(
+        "none",
+        description="Default merging of hits: `none`, `section` or `document` (best chunk kept, others in `merged`).",
     )
 
 

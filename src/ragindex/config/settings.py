@@ -11,6 +11,8 @@ and passed down explicitly; nothing reads the environment anywhere else.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import TypeVar
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -109,6 +111,22 @@ class Settings(
     def chunking(self) -> ChunkingSettings:
         """The chunker and its sizes."""
         return self.section(ChunkingSettings)
+
+    @property
+    def chunking_fingerprint(self) -> str:
+        """sha256 of every setting that shapes a document's chunks and sections (loading, chunking, tokenizer).
+
+        Each document records the fingerprint it was chunked with; an ingest re-chunks documents whose
+        fingerprint differs, so a changed chunk size never leaves a set with two chunk sizes.
+        """
+        lexical = self.bm25_enabled or self.sparse_provider != "none"
+        shaping = {
+            "loading": self.loading.model_dump(mode="json", exclude={"max_file_bytes"}),
+            "chunking": self.chunking.model_dump(mode="json"),
+            "tokenizer": self.dense_model if self.chunker == "structure" else None,
+            "sections": lexical and self.section_max_chars > 0,  # sections exist only for a lexical kind
+        }
+        return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode("utf-8")).hexdigest()
 
     @property
     def dense(self) -> DenseSettings:

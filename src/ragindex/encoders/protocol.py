@@ -7,6 +7,7 @@ from typing import Protocol
 
 import numpy as np
 
+from ragindex.language import Script
 from ragindex.types import SparseVector
 
 
@@ -33,6 +34,17 @@ class DenseEncoder(Protocol):
     @property
     def dimension(self) -> int:
         """Vector dimension (may load the model)."""
+        ...
+
+    @property
+    def languages(self) -> frozenset[Script]:
+        """Scripts the model embeds meaningfully (no model load).
+
+        The hybrid search skips the dense source for a query whose dominant script is not in this set. It is
+        deliberately not part of ``fingerprint``: the vector space does not change with it, and an index must
+        not be invalidated by a better guess. The default, :func:`ragindex.language.model_scripts`, guesses from
+        the model's name; ``RAGINDEX_DENSE_LANGUAGES`` overrides it.
+        """
         ...
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:

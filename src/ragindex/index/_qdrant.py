@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragindex.errors import ValidationError
-from ragindex.index.protocol import DensePoint, ScoredIds, TenantFilter, VectorQuery
+from ragindex.index.protocol import DensePoint, ScoredIds, SparsePoint, TenantFilter, VectorQuery
 
 PAYLOAD_INDEXES = ("user_id", "set_id", "doc_id")
 SCROLL_PAGE = 2048
 
 
-def payload(point: DensePoint) -> dict[str, Any]:
+def payload(point: DensePoint | SparsePoint) -> dict[str, Any]:
     """The payload of a point: its chunk id and the tenant fields every query filters on."""
     return {"chunk_id": point.chunk_id, "user_id": point.user_id, "set_id": point.set_id, "doc_id": point.doc_id}
 

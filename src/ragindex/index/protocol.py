@@ -30,6 +30,17 @@ class DensePoint:
 
 
 @dataclass(frozen=True, slots=True)
+class SparsePoint:
+    """A point without a dense vector (a section), written whole by its first sparse kind."""
+
+    chunk_id: str
+    user_id: int
+    set_id: int
+    doc_id: int
+    vector: SparseVector
+
+
+@dataclass(frozen=True, slots=True)
 class TenantFilter:
     """Every query is scoped to one tenant and set, optionally to some documents."""
 
@@ -66,6 +77,15 @@ class VectorIndex(Protocol):
 
     def update_sparse(self, collection: str, bucket: int, name: str, vectors: Mapping[str, SparseVector]) -> None:
         """Set the sparse vector ``name`` of existing points without touching their dense vector or payload."""
+        ...
+
+    def upsert_sparse(
+        self, collection: str, bucket: int, name: str, points: Sequence[SparsePoint], *, dense_dim: int
+    ) -> None:
+        """Write whole points that have no dense vector (payload + sparse vector ``name``).
+
+        ``dense_dim`` sizes the dense vector of the bucket's collection if this write creates it.
+        """
         ...
 
     def delete_points(self, collection: str, bucket: int, chunk_ids: Sequence[str]) -> None:

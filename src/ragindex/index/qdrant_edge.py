@@ -24,7 +24,7 @@ from typing import Any
 from ragindex.errors import IndexBackendError, IndexLockedError, ValidationError
 from ragindex.index import _qdrant
 from ragindex.index._qdrant import PAYLOAD_INDEXES, SCROLL_PAGE, QdrantSearch, QueryPlan
-from ragindex.index.protocol import DensePoint, ScoredIds
+from ragindex.index.protocol import DensePoint, ScoredIds, SparsePoint
 from ragindex.index.routing import physical_name
 from ragindex.types import SparseVector, VectorKind
 
@@ -187,6 +187,26 @@ class QdrantEdgeIndex(QdrantSearch):
         with self._errors(f"{name} vector update"):
             shard.update(q.UpdateOperation.update_vectors(batch))
 
+    def upsert_sparse(
+        self, collection: str, bucket: int, name: str, points: Sequence[SparsePoint], *, dense_dim: int
+    ) -> None:
+        """Write whole points without a dense vector (payload + sparse ``name``), creating the shard if needed."""
+        if not points:
+            return
+        q = self._q
+        shard = self._shard(collection, bucket, create_dim=dense_dim)
+        assert shard is not None  # created on demand above
+        batch = [
+            q.Point(
+                id=p.chunk_id,
+                vector={name: q.SparseVector(list(p.vector.indices), list(p.vector.values))},
+                payload=_qdrant.payload(p),
+            )
+            for p in points
+        ]
+        with self._errors(f"{name} upsert"):
+            shard.update(q.UpdateOperation.upsert_points(batch))
+
     def delete_points(self, collection: str, bucket: int, chunk_ids: Sequence[str]) -> None:
         """Delete points by id (idempotent)."""
         shard = self._shard(collection, bucket)
@@ -253,12 +273,11 @@ class QdrantEdgeIndex(QdrantSearch):
                         offset=offset,
                         limit=SCROLL_PAGE,
                         with_payload=False,
-                        with_vector=[VectorKind.BM25, VectorKind.SPARSE],
+                        with_vector=True,  # a section point has no dense vector: look, don't assume
                     )
                 )
                 for record in page:
-                    names = {VectorKind.DENSE} | set((record.vector or {}).keys())
-                    out[str(record.id)] = frozenset(names)
+                    out[str(record.id)] = frozenset((record.vector or {}).keys())
                 if offset is None:
                     break
         return out

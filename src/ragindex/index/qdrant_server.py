@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, TypeVar
 from ragindex.errors import ConfigurationError, IndexBackendError, RagindexError
 from ragindex.index import _qdrant
 from ragindex.index._qdrant import PAYLOAD_INDEXES, SCROLL_PAGE, QdrantSearch, QueryPlan
-from ragindex.index.protocol import DensePoint, ScoredIds
+from ragindex.index.protocol import DensePoint, ScoredIds, SparsePoint
 from ragindex.index.routing import physical_name
 from ragindex.types import SparseVector, VectorKind
 
@@ -317,6 +317,25 @@ class QdrantServerIndex(QdrantSearch):
             self._ensure_collection(collection, bucket, dim)
             self._call("upsert", upsert)
 
+    def upsert_sparse(
+        self, collection: str, bucket: int, name: str, points: Sequence[SparsePoint], *, dense_dim: int
+    ) -> None:
+        """Write whole points without a dense vector (payload + sparse ``name``), creating the collection if needed."""
+        if not points:
+            return
+        from qdrant_client import models
+
+        physical = self._ensure_collection(collection, bucket, dense_dim)
+        batch = [
+            models.PointStruct(
+                id=p.chunk_id,
+                vector={name: models.SparseVector(indices=list(p.vector.indices), values=list(p.vector.values))},
+                payload=_qdrant.payload(p),
+            )
+            for p in points
+        ]
+        self._call(f"{name} upsert", functools.partial(self._client.upsert, physical, points=batch, wait=True))
+
     def update_sparse(self, collection: str, bucket: int, name: str, vectors: Mapping[str, SparseVector]) -> None:
         """Partial vector update: set sparse vector ``name`` on existing points (dense and payload untouched)."""
         if not vectors:
@@ -414,7 +433,7 @@ class QdrantServerIndex(QdrantSearch):
         return [] if response is None else [(str(p.id), float(p.score)) for p in response.points]
 
     def vectors_present(self, collection: str, bucket: int) -> dict[str, frozenset[str]]:
-        """Every point id of a bucket with the names of the vectors it holds (``dense`` always)."""
+        """Every point id of a bucket with the names of the vectors it holds (a section point has no ``dense``)."""
         name = physical_name(collection, bucket)
         out: dict[str, frozenset[str]] = {}
         offset: models.ExtendedPointId | None = None
@@ -429,7 +448,7 @@ class QdrantServerIndex(QdrantSearch):
                     limit=SCROLL_PAGE,
                     offset=offset,
                     with_payload=False,
-                    with_vectors=[VectorKind.BM25, VectorKind.SPARSE],
+                    with_vectors=True,
                 ),
                 warn=False,
             )
@@ -438,7 +457,7 @@ class QdrantServerIndex(QdrantSearch):
             records, offset = page
             for record in records:
                 vector = record.vector if isinstance(record.vector, dict) else {}
-                out[str(record.id)] = frozenset({VectorKind.DENSE} | set(vector))
+                out[str(record.id)] = frozenset(vector)
             if offset is None:
                 return out
 

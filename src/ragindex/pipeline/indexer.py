@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from ragindex.encoders.cached import CachedDenseEncoder
 from ragindex.encoders.protocol import SparseEncoder
 from ragindex.errors import RagindexError
-from ragindex.index.protocol import DensePoint, VectorIndex
+from ragindex.index.protocol import DensePoint, SparsePoint, VectorIndex
 from ragindex.pipeline import faults
 from ragindex.store.protocol import TruthStore
 from ragindex.store.records import ChunkRow, Claim
@@ -72,6 +72,7 @@ class Indexer:
         self.sparse = sparse
         self.batch_size = batch_size
         self._dense: CachedDenseEncoder | None = None
+        self._dim: int | None = None
 
     def _encoder(self) -> CachedDenseEncoder:
         if self._dense is None:
@@ -95,7 +96,7 @@ class Indexer:
         started = time.perf_counter()
         if kind == VectorKind.DENSE:
             # batches of similar length pad least: the encoder sorts only within one call, so sort across calls
-            rows = sorted(rows, key=lambda r: len(r.content))
+            rows = sorted(rows, key=lambda r: len(r.indexed_text))
         for start in range(0, len(rows), self.batch_size):
             batch = rows[start : start + self.batch_size]
             t0 = time.perf_counter()
@@ -165,7 +166,8 @@ class Indexer:
         ]
         if stale:
             log.warning("%s: %d chunks were edited while being indexed; their copies are re-queued", kind, len(stale))
-            kinds = self.kinds if kind == VectorKind.DENSE else (kind,)  # a dense write replaced the whole point
+            # a point owner's write replaced the whole point: every later kind must be written again
+            kinds = self.kinds[self.kinds.index(kind) :] if batch[0].owns_point(kind) else (kind,)
             self.store.reset_status(stale, kinds, from_statuses=tuple(IndexStatus))
 
     def _fail(self, claim: Claim, batch: Sequence[ChunkRow], result: StageResult, exc: Exception) -> None:
@@ -177,7 +179,7 @@ class Indexer:
 
     def _write_dense(self, batch: Sequence[ChunkRow]) -> None:
         encoder = self._encoder()
-        vectors = encoder.encode_documents([r.content for r in batch], [r.content_hash for r in batch])
+        vectors = encoder.encode_documents([r.indexed_text for r in batch], [r.content_hash for r in batch])
         faults.hit("dense.after_encode")
         by_bucket: dict[int, list[DensePoint]] = defaultdict(list)
         for row, vector in zip(batch, vectors, strict=True):
@@ -191,14 +193,30 @@ class Indexer:
         faults.hit("dense.after_index_write")
 
     def _write_sparse(self, kind: str, batch: Sequence[ChunkRow]) -> None:
-        vectors = self.sparse[kind].encode_documents([r.content for r in batch])
+        """Sparse vectors onto existing points, or, for rows without a dense copy (sections), whole points."""
+        vectors = self.sparse[kind].encode_documents([r.indexed_text for r in batch])
         faults.hit(f"{kind}.after_encode")
-        by_bucket: dict[int, dict[str, SparseVector]] = defaultdict(dict)
+        updates: dict[int, dict[str, SparseVector]] = defaultdict(dict)
+        owned: dict[int, list[SparsePoint]] = defaultdict(list)
         for row, vector in zip(batch, vectors, strict=True):
-            by_bucket[row.bucket_id][row.chunk_id] = vector
-        for bucket, items in by_bucket.items():
+            if row.owns_point(kind):
+                owned[row.bucket_id].append(
+                    SparsePoint(row.chunk_id, user_id=row.user_id, set_id=row.set_id, doc_id=row.doc_id, vector=vector)
+                )
+            else:
+                updates[row.bucket_id][row.chunk_id] = vector
+        for bucket, points in owned.items():
+            self.index.upsert_sparse(self.collection, bucket, kind, points, dense_dim=self._dense_dim())
+        for bucket, items in updates.items():
             self.index.update_sparse(self.collection, bucket, kind, items)
         faults.hit(f"{kind}.after_index_write")
+
+    def _dense_dim(self) -> int:
+        """The dense size of the collection (from its metadata; the encoder's only for a collection without one)."""
+        if self._dim is None:
+            meta = self.store.get_index_meta(self.collection)
+            self._dim = meta.dense_dim if meta is not None and meta.dense_dim else self._encoder().encoder.dimension
+        return self._dim
 
     def purge(self, rows: Sequence[ChunkRow]) -> tuple[list[str], dict[str, str]]:
         """Delete the index copies of REMOVED chunks, then record them purged; failures stay for repair."""
@@ -218,3 +236,4 @@ class Indexer:
                 log.warning("purging %d index copies failed (repair will retry): %s", len(ids), exc)
                 failed.update(dict.fromkeys(ids, str(exc)))
         return purged, failed
+

@@ -22,6 +22,7 @@ from ragindex.pipeline.indexer import Indexer
 from ragindex.store.protocol import TruthStore
 from ragindex.store.records import ChunkRow
 from ragindex.store.states import IndexStatus, Lifecycle
+from ragindex.types import Unit
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,7 @@ class ChunkManager:
         """REMOVE a document and its chunks, then purge their index copies."""
         self.store.get_document(doc_id, user_id=user_id)  # NotFoundError for unknown ids
         removed = self.store.remove_documents([doc_id])
-        everything = [c.chunk_id for c in self.store.chunks_of_document(doc_id, include_removed=True)]
+        everything = [c.chunk_id for c in self.store.chunks_of_document(doc_id, include_removed=True, unit=None)]
         return self._purge(removed, everything, doc_ids=(doc_id,))
 
     def delete_source(self, path: str | Path, *, user_id: int, set_id: int) -> dict[str, Any]:
@@ -128,7 +129,9 @@ class ChunkManager:
             )
         doc_ids = [d.doc_id for d in docs]
         removed = self.store.remove_documents(doc_ids)
-        everything = [c.chunk_id for d in doc_ids for c in self.store.chunks_of_document(d, include_removed=True)]
+        everything = [
+            c.chunk_id for d in doc_ids for c in self.store.chunks_of_document(d, include_removed=True, unit=None)
+        ]
         return self._purge(removed, everything, doc_ids=tuple(doc_ids))
 
     def _purge(self, removed: Sequence[str], candidates: Iterable[str], *, doc_ids: Sequence[int]) -> dict[str, Any]:
@@ -136,6 +139,8 @@ class ChunkManager:
         wanted = set(candidates)
         rows = [r for r in self.store.removed_unpurged() if r.chunk_id in wanted] if wanted else []
         purged, failed = purge_rows(self.store, self._get_indexer(), rows)
+        sections = {r.chunk_id for r in rows if r.unit == Unit.SECTION}  # counted as the chunks they hold
+        removed = [cid for cid in removed if cid not in sections]
         return {
             "removed": len(removed),
             "purged": len(purged),

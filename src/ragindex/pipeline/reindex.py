@@ -40,10 +40,10 @@ from ragindex.clock import utcnow
 from ragindex.encoders.cached import CachedDenseEncoder
 from ragindex.encoders.protocol import SparseEncoder
 from ragindex.errors import IntegrityError, RagindexError, ValidationError
-from ragindex.index.protocol import DensePoint, VectorIndex
+from ragindex.index.protocol import DensePoint, SparsePoint, VectorIndex
 from ragindex.pipeline.samples import SAMPLE, Sampled
 from ragindex.store.protocol import TruthStore
-from ragindex.store.records import ChunkRow, IndexMeta
+from ragindex.store.records import ChunkRow, IndexMeta, point_owner
 from ragindex.store.states import CollectionState, IndexStatus, Lifecycle
 from ragindex.types import VectorKind
 
@@ -155,18 +155,18 @@ class CollectionBuilder:
             orphans = sorted(cid for cid in present if cid not in expected)
             work: dict[str, list[str]] = {kind: [] for kind in self.kinds}
             for cid, statuses in expected.items():
-                if statuses.get(VectorKind.DENSE) != IndexStatus.SUCCESS:
+                owner = point_owner(statuses)
+                if owner is None or statuses.get(owner) != IndexStatus.SUCCESS:
                     continue  # no copy in the ACTIVE collection: the index stages will write it after the switch
+                later = [k for k in sparse_kinds if k != owner and statuses.get(k) == IndexStatus.SUCCESS]
                 have = present.get(cid)
                 if have is None or cid in recopy:
-                    # a dense write replaces the point: rewrite its sparse vectors too
-                    work[VectorKind.DENSE].append(cid)
-                    for kind in sparse_kinds:
-                        if statuses.get(kind) == IndexStatus.SUCCESS:
-                            work[kind].append(cid)
+                    # the owner's write replaces the point (dense for a chunk, bm25 for a section): rewrite the rest
+                    for kind in (owner, *later):
+                        work[kind].append(cid)
                     continue
-                for kind in sparse_kinds:
-                    if statuses.get(kind) == IndexStatus.SUCCESS and kind not in have:
+                for kind in later:
+                    if kind not in have:
                         work[kind].append(cid)
             stats.orphans += len(orphans)
             stats.sample("orphans", orphans)
@@ -212,7 +212,7 @@ class CollectionBuilder:
             stats.failed[row.chunk_id] = error
 
     def _write_dense(self, bucket: int, rows: Sequence[ChunkRow]) -> None:
-        vectors = self.dense.encode_documents([r.content for r in rows], [r.content_hash for r in rows])
+        vectors = self.dense.encode_documents([r.indexed_text for r in rows], [r.content_hash for r in rows])
         points = [
             DensePoint(chunk_id=r.chunk_id, user_id=r.user_id, set_id=r.set_id, doc_id=r.doc_id, vector=v)
             for r, v in zip(rows, vectors, strict=True)
@@ -220,10 +220,20 @@ class CollectionBuilder:
         self.index.upsert_dense(self.collection, bucket, points)
 
     def _write_sparse(self, bucket: int, kind: str, rows: Sequence[ChunkRow]) -> None:
-        vectors = self.sparse[kind].encode_documents([r.content for r in rows])
-        self.index.update_sparse(
-            self.collection, bucket, kind, {r.chunk_id: v for r, v in zip(rows, vectors, strict=True)}
-        )
+        vectors = self.sparse[kind].encode_documents([r.indexed_text for r in rows])
+        pairs = list(zip(rows, vectors, strict=True))
+        owned = [
+            SparsePoint(r.chunk_id, user_id=r.user_id, set_id=r.set_id, doc_id=r.doc_id, vector=v)
+            for r, v in pairs
+            if r.owns_point(kind)
+        ]
+        if owned:  # sections: the lexical kind writes the whole point
+            meta = self.store.get_index_meta(self.collection)
+            dim = meta.dense_dim if meta is not None and meta.dense_dim else self.dense.encoder.dimension
+            self.index.upsert_sparse(self.collection, bucket, kind, owned, dense_dim=dim)
+        updates = {r.chunk_id: v for r, v in pairs if not r.owns_point(kind)}
+        if updates:
+            self.index.update_sparse(self.collection, bucket, kind, updates)
 
 
 @dataclass

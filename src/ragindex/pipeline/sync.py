@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ragindex.chunking.protocol import Chunker
+from ragindex.chunking.sections import with_sections
 from ragindex.errors import DocumentTooLargeError, InputError, RagindexError
 from ragindex.hashing import sha256_text
 from ragindex.index.routing import bucket_of
@@ -27,7 +28,7 @@ from ragindex.pipeline.indexer import Indexer, StageResult
 from ragindex.store.protocol import TruthStore
 from ragindex.store.records import NewDocument
 from ragindex.store.states import RunStatus, Stage
-from ragindex.types import Document, VectorKind
+from ragindex.types import Document, Unit, VectorKind
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +40,12 @@ class IngestReport:
     """What an ingest did; ``chunks.embedded`` counts vectors the encoder actually computed."""
 
     documents: dict[str, int] = field(
-        default_factory=lambda: dict.fromkeys(("added", "changed", "unchanged", "removed", "failed", "skipped"), 0)
+        default_factory=lambda: dict.fromkeys(
+            ("added", "changed", "rechunked", "unchanged", "removed", "failed", "skipped"), 0
+        )
     )
     chunks: dict[str, int] = field(
-        default_factory=lambda: dict.fromkeys(("total", "embedded", "reused", "removed", "failed"), 0)
+        default_factory=lambda: dict.fromkeys(("total", "sections", "embedded", "reused", "removed", "failed"), 0)
     )
     failures: list[dict[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -58,11 +61,23 @@ class IngestReport:
         }
 
 
+def unit_kinds(kinds: Sequence[str], section_max_chars: int) -> dict[str, tuple[str, ...]] | None:
+    """The vector kinds of each unit: sections carry the lexical kinds, chunks the dense one.
+
+    None when there are no sections (``section_max_chars`` 0, or no lexical kind): every row has every kind.
+    """
+    lexical = tuple(k for k in kinds if k != VectorKind.DENSE)
+    if section_max_chars <= 0 or not lexical:
+        return None
+    return {Unit.CHUNK: (VectorKind.DENSE,), Unit.SECTION: lexical}
+
+
 @dataclass(frozen=True, slots=True)
 class _FileContext:
     uri: str
     known: tuple[str, int] | None  # (file hash, number of documents) recorded for this file
     force: bool
+    rechunk: bool  # some of its documents were chunked with other settings
     user_id: int
     set_id: int
     bucket: int
@@ -88,6 +103,10 @@ class SourceSync:
         bucket_count: Number of tenant buckets.
         max_file_bytes: Size limit per file.
         max_attempts: Automatic retries per chunk.
+        chunking_fingerprint: The fingerprint of the loading and chunking settings (see
+            :attr:`ragindex.config.Settings.chunking_fingerprint`); documents chunked otherwise are re-chunked.
+        section_max_chars: Section size limit (0: no sections, every kind on chunks).
+        contextual: Index chunks and sections with their ``Title > Heading`` line.
     """
 
     def __init__(
@@ -101,6 +120,9 @@ class SourceSync:
         bucket_count: int,
         max_file_bytes: int,
         max_attempts: int,
+        chunking_fingerprint: str = "",
+        section_max_chars: int = 0,
+        contextual: bool = False,
         progress: ProgressFn | None = None,
     ) -> None:
         self.store = store
@@ -113,6 +135,11 @@ class SourceSync:
         self.bucket_count = bucket_count
         self.max_file_bytes = max_file_bytes
         self.max_attempts = max_attempts
+        self.chunking_fingerprint = chunking_fingerprint
+        self.section_max_chars = section_max_chars
+        self.contextual = contextual
+        self.unit_kinds = unit_kinds(kinds, section_max_chars)
+        self.sectioned = self.unit_kinds is not None
         self.progress = progress or (lambda _event, _data: None)
 
     @property
@@ -169,6 +196,7 @@ class SourceSync:
         files, folders = self.discover(paths)
         self.progress("discovered", {"files": len(files)})
         known = self.store.file_hashes(user_id, set_id)
+        rechunk = self.store.files_chunked_otherwise(user_id, set_id, self.chunking_fingerprint)
         retry = self._unparsed_files(user_id, set_id) if resume else set()
         bucket = bucket_of(user_id, self.bucket_count)
         touched: list[_Touched] = []
@@ -181,7 +209,9 @@ class SourceSync:
             try:
                 counts = self._sync_file(
                     path,
-                    _FileContext(uri, known.get(uri), full or uri in retry, user_id, set_id, bucket, job_id),
+                    _FileContext(
+                        uri, known.get(uri), full or uri in retry, uri in rechunk, user_id, set_id, bucket, job_id
+                    ),
                     report,
                     touched,
                     removed,
@@ -241,11 +271,11 @@ class SourceSync:
             return {"skipped": 1}
         data = path.read_bytes()
         file_hash = hashlib.sha256(data).hexdigest()
-        if ctx.known is not None and ctx.known[0] == file_hash and not ctx.force:
+        if ctx.known is not None and ctx.known[0] == file_hash and not (ctx.force or ctx.rechunk):
             return {"unchanged": ctx.known[1]}
         documents = self.loaders.for_path(path).load(path, data)
         existing = {d.source_uri: d for d in self.store.documents_of_file(ctx.user_id, ctx.set_id, ctx.uri)}
-        counts = {"added": 0, "changed": 0, "unchanged": 0, "skipped": 0}
+        counts = {"added": 0, "changed": 0, "rechunked": 0, "unchanged": 0, "skipped": 0}
         for doc in documents:
             for warning in doc.warnings:
                 log.warning("%s: %s", doc.source_uri, warning)
@@ -256,12 +286,13 @@ class SourceSync:
                 continue
             content_hash = sha256_text(doc.text)
             old = existing.pop(doc.source_uri, None)
-            if old is not None and old.content_hash == content_hash and not ctx.force:
+            same = old is not None and old.content_hash == content_hash and not ctx.force
+            if same and old is not None and old.chunking_fingerprint == self.chunking_fingerprint:
                 # a records file changed, but not this record: only the file hash moves on
                 self.store.set_file_hash(old.doc_id, file_hash)
                 counts["unchanged"] += 1
                 continue
-            counts["changed" if old is not None else "added"] += 1
+            counts["rechunked" if same else "changed" if old is not None else "added"] += 1
             self._sync_document(doc, ctx, file_hash, content_hash, size, path, report, touched)
         if existing:  # documents that disappeared from the file (records, or a file that now has no text)
             removed += self.store.remove_documents([d.doc_id for d in existing.values()])
@@ -292,22 +323,32 @@ class SourceSync:
             size=size,
             parser=doc.parser,
             metadata={**dict(doc.metadata), **({"title": doc.title} if doc.title else {})},
+            chunking_fingerprint=self.chunking_fingerprint,
         )
         try:
-            drafts = self.chunker.chunk(doc)
+            chunks = self.chunker.chunk(doc)
+            max_chars = self.section_max_chars if self.sectioned else 0
+            drafts = with_sections(doc, chunks, max_chars=max_chars, contextual=self.contextual)
         except RagindexError as exc:
             self._record_chunking_failure(new, ctx.job_id, (time.perf_counter() - t0) * 1000, exc)
             raise
         elapsed = (time.perf_counter() - t0) * 1000
         doc_id, run_id, diff = self.store.stage_document(
-            new, drafts=drafts, bucket_id=ctx.bucket, kinds=self.kinds, job_id=ctx.job_id, chunking_ms=elapsed
+            new,
+            drafts=drafts,
+            bucket_id=ctx.bucket,
+            kinds=self.kinds,
+            job_id=ctx.job_id,
+            chunking_ms=elapsed,
+            unit_kinds=self.unit_kinds,
         )
         faults.hit("chunking.after_truth_write")
-        report.chunks["total"] += len(drafts)
+        report.chunks["total"] += len(chunks)
+        report.chunks["sections"] += len(drafts) - len(chunks)
         report.chunks["reused"] += len(diff.kept)
         report.chunks["removed"] += len(diff.removed)
         self._purge(diff.removed, report)
-        touched.append(_Touched(doc_id=doc_id, run_id=run_id, chunk_count=len(drafts), chunking_ms=elapsed))
+        touched.append(_Touched(doc_id=doc_id, run_id=run_id, chunk_count=len(chunks), chunking_ms=elapsed))
 
     def _record_chunking_failure(
         self, doc: NewDocument, job_id: str | None, elapsed: float, exc: RagindexError

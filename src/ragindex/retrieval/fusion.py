@@ -22,8 +22,14 @@ from ragindex.types import SourceScore, VectorKind
 
 __all__ = ["FUSIONS", "SOURCE_ORDER", "Fused", "RankedLists", "boost_only", "combine_dedup", "dbsf", "fuse", "rrf"]
 
-RankedLists = Mapping[str, Sequence[tuple[str, float]]]
-"""Per source name, the candidates as ``(item id, raw score)`` in rank order, best first."""
+Candidate = tuple[str, float] | tuple[str, float, int]
+"""``(item id, raw score)``, ranked by position; or ``(item id, raw score, rank)`` where items share a rank."""
+
+RankedLists = Mapping[str, Sequence[Candidate]]
+"""Per source name, the candidates in rank order, best first.
+
+An explicit rank lets several items stand at one rank: the chunks of one section share the section's BM25 rank.
+"""
 
 SOURCE_ORDER: tuple[str, ...] = tuple(VectorKind)
 """The fixed source order used where sources must be visited in turn; other names follow alphabetically."""
@@ -43,14 +49,15 @@ def _ordered_sources(lists: RankedLists) -> list[str]:
     return known + sorted(name for name in lists if name not in SOURCE_ORDER)
 
 
-def _dedup(candidates: Sequence[tuple[str, float]]) -> list[tuple[str, float, int]]:
-    """Return ``(id, raw score, 1-based rank)`` per distinct id, keeping the first occurrence's position."""
+def _dedup(candidates: Sequence[Candidate]) -> list[tuple[str, float, int]]:
+    """Return ``(id, raw score, 1-based rank)`` per distinct id, keeping the first occurrence's position or rank."""
     seen: set[str] = set()
     out: list[tuple[str, float, int]] = []
-    for position, (item_id, score) in enumerate(candidates, start=1):
+    for position, candidate in enumerate(candidates, start=1):
+        item_id, score = candidate[0], candidate[1]
         if item_id not in seen:
             seen.add(item_id)
-            out.append((item_id, float(score), position))
+            out.append((item_id, float(score), candidate[2] if len(candidate) == 3 else position))
     return out
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ragindex.encoders.protocol import DenseEncoder, SparseEncoder
 from ragindex.errors import (
@@ -25,11 +25,13 @@ from ragindex.errors import (
 )
 from ragindex.index.protocol import TenantFilter, VectorIndex, VectorQuery
 from ragindex.index.routing import bucket_of
-from ragindex.retrieval.fusion import FUSIONS, Fused, fuse
+from ragindex.language import dominant_script
+from ragindex.retrieval.fusion import FUSIONS, Candidate, Fused, fuse
 from ragindex.retrieval.rerank import Reranker
+from ragindex.retrieval.terms import best_match, query_terms
 from ragindex.store.protocol import ChunkStore
 from ragindex.store.records import ChunkView
-from ragindex.types import Hit, SearchMode, SearchResult, SourceScore, VectorKind
+from ragindex.types import Hit, SearchMode, SearchResult, SourceScore, Unit, VectorKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +181,7 @@ class Retriever:
         collection = self._collection()
         if collection is None:
             return SearchResult(hits=(), latency_ms={"total": _ms(started)}, mode=request.mode.value)
+        sources, skipped, warnings = self._language_guard(request.query, sources)
 
         if VectorKind.DENSE in sources:  # the first query of a process loads the model: report it as its own phase
             t0 = time.perf_counter()
@@ -211,8 +214,9 @@ class Retriever:
         latency["search"] = _ms(t0)
 
         t0 = time.perf_counter()
-        weights = {s: w for s, w in self.rrf_weights.items() if s in lists} or None
-        fused = fuse(request.fusion, lists, k=self.rrf_k, weights=weights) if hybrid else _single(lists)
+        ranked = self._chunk_lists(request.query, lists)
+        weights = {s: w for s, w in self.rrf_weights.items() if s in ranked} or None
+        fused = fuse(request.fusion, ranked, k=self.rrf_k, weights=weights) if hybrid else _single(ranked)
         latency["fuse"] = _ms(t0)
 
         t0 = time.perf_counter()
@@ -221,8 +225,69 @@ class Retriever:
         if request.rerank:
             fused = self._rerank(request.query, fused, views, latency)
         hits = _build_hits(fused, views, request)
+        if skipped:
+            hits = [replace(hit, skipped=skipped) for hit in hits]
         latency["total"] = _ms(started)
-        return SearchResult(hits=tuple(hits), latency_ms=latency, mode=request.mode.value)
+        return SearchResult(hits=tuple(hits), latency_ms=latency, mode=request.mode.value, warnings=warnings)
+
+    def _language_guard(
+        self, query: str, sources: tuple[str, ...]
+    ) -> tuple[tuple[str, ...], dict[str, str], tuple[str, ...]]:
+        """Drop the dense source for a query whose dominant script the dense model does not cover.
+
+        Returns the sources to run, the skipped ones with their reason, and warnings. With another source to
+        run (hybrid with BM25 or learned sparse) dense is skipped, so the hybrid ranks as those sources alone
+        would instead of fusing in near-random neighbours (measured in docs/evaluation.md, "Chinese check").
+        When dense is the only source (mode dense, or hybrid with nothing else enabled) it still runs, since
+        it is what was asked for, and the result carries a warning.
+        """
+        if VectorKind.DENSE not in sources:
+            return sources, {}, ()
+        script = dominant_script(query)
+        encoder = self._dense()
+        if script is None or script in encoder.languages:
+            return sources, {}, ()
+        reason = f"model does not cover {script} script"
+        others = tuple(source for source in sources if source != VectorKind.DENSE)
+        if others:
+            return others, {VectorKind.DENSE.value: reason}, ()
+        return (
+            sources,
+            {},
+            (
+                f"dense: {reason} ({encoder.fingerprint}): this ranking is unreliable; use mode bm25 or hybrid, "
+                "or a multilingual model (RAGINDEX_DENSE_MODEL)",
+            ),
+        )
+
+    def _chunk_lists(self, query: str, lists: Mapping[str, list[tuple[str, float]]]) -> dict[str, list[Candidate]]:
+        """Lexical sources rank sections; fusion ranks chunks: each section stands for its chunks, at its rank.
+
+        A section's chunks that dense also found take the section's score and rank (so a chunk combines its own
+        dense evidence with its section's lexical evidence); a section none of whose chunks dense found is
+        represented by the chunk that shares most terms with the query. Ids that are not sections (an index
+        built without sections) stand for themselves.
+        """
+        out: dict[str, list[Candidate]] = {source: list(items) for source, items in lists.items()}
+        lexical = [source for source in lists if source != VectorKind.DENSE]
+        if not lexical:
+            return out
+        members = self.store.section_chunks([uid for source in lexical for uid, _ in lists[source]])
+        if not members:
+            return out
+        dense = {cid for cid, _ in lists.get(VectorKind.DENSE, ())}
+        terms = query_terms(query)
+        for source in lexical:
+            expanded: list[Candidate] = []
+            for rank, (uid, score) in enumerate(lists[source], 1):
+                chunks = members.get(uid)
+                if chunks is None:
+                    expanded.append((uid, score, rank))
+                    continue
+                found = [c.chunk_id for c in chunks if c.chunk_id in dense]
+                expanded += [(cid, score, rank) for cid in found or [best_match(terms, chunks)]]
+            out[source] = expanded
+        return out
 
     def _rerank(
         self, query: str, fused: Sequence[Fused], views: Mapping[str, ChunkView], latency: dict[str, float]
@@ -281,11 +346,11 @@ class Retriever:
         return out
 
 
-def _single(lists: Mapping[str, list[tuple[str, float]]]) -> list[Fused]:
+def _single(lists: Mapping[str, Sequence[Candidate]]) -> list[Fused]:
     (source, items), *_ = lists.items()
     return [
-        Fused(id=cid, score=score, sources={source: SourceScore(score, rank)})
-        for rank, (cid, score) in enumerate(items, 1)
+        Fused(id=item[0], score=item[1], sources={source: SourceScore(item[1], item[2] if len(item) == 3 else rank)})
+        for rank, item in enumerate(items, 1)
     ]
 
 
@@ -298,6 +363,8 @@ def _build_hits(fused: Sequence[Fused], views: Mapping[str, ChunkView], request:
         if request.score_threshold is not None and item.score < request.score_threshold:
             continue
         chunk = view.chunk
+        if chunk.unit == Unit.SECTION:  # a section whose chunks are all gone
+            continue
         hits.append(
             Hit(
                 rank=len(hits) + 1,

@@ -25,6 +25,7 @@ from ragindex.config.settings import Settings
 from ragindex.encoders.protocol import DenseEncoder
 from ragindex.engine import Engine
 from ragindex.index.protocol import VectorIndex
+from ragindex.language import Script
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -135,6 +136,11 @@ class BatchingQueryEncoder:
     def dimension(self) -> int:
         """See :attr:`DenseEncoder.dimension`."""
         return self.inner.dimension
+
+    @property
+    def languages(self) -> frozenset[Script]:
+        """See :attr:`DenseEncoder.languages`."""
+        return self.inner.languages
 
     def __getattr__(self, name: str) -> Any:
         if name == "inner":  # not set yet (copy, pickle): never recurse

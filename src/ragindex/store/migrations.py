@@ -67,11 +67,38 @@ def m002_mysql_exact_keys_and_times(conn: Connection) -> None:
             conn.execute(text(f"ALTER TABLE {table.name} {changes}"))
 
 
+def m005_sections_and_context(conn: Connection) -> None:
+    """Sections, contextual text and the chunking fingerprint: columns added where missing.
+
+    ``chunks.unit`` and ``chunks.section_id`` (sections), ``chunks.context`` (the context line indexed in front
+    of the text) and ``documents.chunking_fingerprint`` (re-chunk when the chunking settings change).
+    """
+    columns = {
+        "chunks": ("unit", "section_id", "context"),
+        "documents": ("chunking_fingerprint",),
+    }
+    inspector = inspect(conn)
+    for table_name, names in columns.items():
+        table = schema.metadata.tables[table_name]
+        present = {c["name"] for c in inspector.get_columns(table_name)}
+        for name in names:
+            if name not in present:
+                column = table.c[name]
+                ddl = column.type.compile(dialect=conn.dialect)
+                value = getattr(column.server_default, "arg", None)
+                default = f" DEFAULT '{value}'" if value is not None else ""
+                null = "" if column.nullable else " NOT NULL"
+                conn.execute(text(f"ALTER TABLE {table_name} ADD COLUMN {name} {ddl}{default}{null}"))
+    if "ix_chunks_section" not in {i["name"] for i in inspector.get_indexes("chunks")}:
+        next(i for i in schema.chunks.indexes if i.name == "ix_chunks_section").create(conn)
+
+
 # The truth store's steps. The HTTP service's tables (jobs, API keys) have their own steps in
 # ragindex.service.schema, recorded in the same schema_migrations table.
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("m001_initial_schema", m001_initial_schema),
     ("m002_mysql_exact_keys_and_times", m002_mysql_exact_keys_and_times),
+    ("m005_sections_and_context", m005_sections_and_context),
 )
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from ragindex.store.records import ChunkDiff, ChunkRow, ChunkView, Claim, DocumentRow, IndexMeta, NewDocument, RunRow
 from ragindex.store.states import CLAIMABLE, RunStatus
-from ragindex.types import ChunkDraft
+from ragindex.types import ChunkDraft, Unit
 
 
 class DocumentStore(Protocol):
@@ -25,6 +25,10 @@ class DocumentStore(Protocol):
 
     def file_hashes(self, user_id: int, set_id: int) -> dict[str, tuple[str, int]]:
         """file_uri -> (committed file hash, documents) of a set's ACTIVE documents ("" when they disagree)."""
+        ...
+
+    def files_chunked_otherwise(self, user_id: int, set_id: int, fingerprint: str) -> set[str]:
+        """file_uris of a set's ACTIVE documents chunked with another chunking fingerprint (to re-chunk)."""
         ...
 
     def set_file_hash(self, doc_id: int, file_hash: str) -> None:
@@ -48,8 +52,13 @@ class DocumentStore(Protocol):
         kinds: Iterable[str],
         job_id: str | None,
         chunking_ms: float,
+        unit_kinds: Mapping[str, Iterable[str]] | None = None,
     ) -> tuple[int, int, ChunkDiff]:
-        """Record a document version, its chunk diff and its run in one transaction: (doc_id, run_id, diff)."""
+        """Record a document version, its chunk and section diff and its run in one transaction.
+
+        ``unit_kinds``: the vector kinds of each unit's new rows (default: ``kinds`` for every row).
+        Returns (doc_id, run_id, diff).
+        """
         ...
 
     def record_failed_document(self, doc: NewDocument, error: str) -> int:
@@ -152,8 +161,8 @@ class ChunkStore(Protocol):
         """Merge ``metadata`` into a chunk's metadata (no re-embedding)."""
         ...
 
-    def enable_kinds(self, kinds: Iterable[str]) -> int:
-        """Give every ACTIVE chunk a PENDING copy of each kind it lacks; return how many statuses moved."""
+    def enable_kinds(self, kinds: Iterable[str], *, unit: str | None = None) -> int:
+        """Give every ACTIVE row (of ``unit``) a PENDING copy of each kind it lacks; return how many moved."""
         ...
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[ChunkRow]:
@@ -168,8 +177,14 @@ class ChunkStore(Protocol):
         """An ACTIVE chunk of ``user_id``; NotFoundError for unknown, deleted or another tenant's ids alike."""
         ...
 
-    def chunks_of_document(self, doc_id: int, *, include_removed: bool = False) -> list[ChunkRow]:
-        """A document's chunks in order."""
+    def chunks_of_document(
+        self, doc_id: int, *, include_removed: bool = False, unit: str | None = Unit.CHUNK
+    ) -> list[ChunkRow]:
+        """A document's chunks in order (its sections with ``unit="section"``, every row with ``unit=None``)."""
+        ...
+
+    def section_chunks(self, section_ids: Sequence[str]) -> dict[str, list[ChunkRow]]:
+        """section_id -> its ACTIVE chunks in document order (sections without live chunks are absent)."""
         ...
 
     def expected_points(self, bucket_id: int) -> dict[str, dict[str, str | None]]:

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ragindex.types import VectorKind
+
 
 @dataclass(frozen=True, slots=True)
 class NewDocument:
@@ -22,6 +24,7 @@ class NewDocument:
     size: int
     parser: str
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    chunking_fingerprint: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +47,7 @@ class DocumentRow:
     chunk_count: int
     metadata: Mapping[str, Any]
     updated_at: datetime
+    chunking_fingerprint: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +74,36 @@ class ChunkRow:
     attempts: int
     last_error: str | None
     metadata: Mapping[str, Any]
+    unit: str = "chunk"
+    section_id: str | None = None
+    context: str | None = None
+
+    @property
+    def indexed_text(self) -> str:
+        """What is embedded and BM25-indexed: the context line, then the content (the content alone without one)."""
+        return indexed_text(self.content, self.context)
+
+    def owns_point(self, kind: str) -> bool:
+        """Whether ``kind``'s write creates this row's point (see :func:`point_owner`)."""
+        return point_owner({k: self.status_of(k) for k in VectorKind}) == kind
 
     def status_of(self, kind: str) -> str | None:
         """The status column of vector kind ``kind`` (dense, bm25, sparse)."""
         return {"dense": self.dense_status, "bm25": self.bm25_status, "sparse": self.sparse_status}[kind]
+
+
+def point_owner(statuses: Mapping[str, str | None]) -> str | None:
+    """The kind whose write creates a row's whole point: its first enabled kind in stage order.
+
+    Dense for a chunk; for a section, which has no dense copy, its first lexical kind (bm25). The other kinds are
+    written onto that point afterwards, and the owner's write resets them (it replaces the point).
+    """
+    return next((k for k in VectorKind if statuses.get(k) is not None), None)
+
+
+def indexed_text(content: str, context: str | None) -> str:
+    """The indexed form of a chunk or section: ``context`` on a line of its own, then ``content``."""
+    return f"{context}\n{content}" if context else content
 
 
 @dataclass(frozen=True, slots=True)

@@ -74,6 +74,7 @@ documents = Table(
     Column("status", String(16), nullable=False),
     Column("error", Text),
     Column("chunk_count", Integer, nullable=False, default=0),
+    Column("chunking_fingerprint", String(64), nullable=False, default="", server_default=""),  # m005
     Column("metadata", JSON),
     Column("created_at", Timestamp, nullable=False),
     Column("updated_at", Timestamp, nullable=False),
@@ -93,6 +94,9 @@ chunks = Table(
     Column("bucket_id", Integer, nullable=False),
     Column("chunk_index", Integer, nullable=False),
     Column("chunk_type", String(32), nullable=False),
+    Column("unit", String(16), nullable=False, default="chunk", server_default="chunk"),  # m005: chunk | section
+    Column("section_id", String(36)),  # m005: a chunk's section row
+    Column("context", Text),  # m005: "Title > Heading" prefixed to the indexed text
     Column("content", LongText, nullable=False),
     Column("content_hash", String(64), nullable=False),
     Column("token_count", Integer),
@@ -115,6 +119,7 @@ chunks = Table(
     Column("created_at", Timestamp, nullable=False),
     Column("updated_at", Timestamp, nullable=False),
     Index("ix_chunks_doc", "doc_id", "lifecycle_status"),
+    Index("ix_chunks_section", "section_id"),
     Index("ix_chunks_tenant", "user_id", "set_id"),
     Index("ix_chunks_dense", "dense_status", "lifecycle_status"),
     Index("ix_chunks_bm25", "bm25_status", "lifecycle_status"),

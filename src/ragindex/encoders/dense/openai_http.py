@@ -13,13 +13,14 @@ Retries, timeouts and the handling of the API key are those of
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ragindex.encoders._http import HttpEncoder, RetryingJsonClient, float_matrix
 from ragindex.errors import ConfigurationError, EncodingError
+from ragindex.language import Script, model_scripts
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,8 @@ class OpenAIHttpDenseEncoder(HttpEncoder):
         timeout: Seconds per request.
         max_retries: Retries of 5xx / 408 / 429 / network / timeout failures.
         backoff: Linear backoff step in seconds.
+        languages: Scripts the model covers; None guesses them from the model name
+            (:func:`ragindex.language.model_scripts`: every script unless the name is a known English-only one).
 
     Fingerprint: ``openai:<model>``, plus ``@<dimensions>`` when ``dimensions`` is sent. The vector
     space is a property of the model, not of the host serving it: moving the same model from OpenAI
@@ -74,6 +77,7 @@ class OpenAIHttpDenseEncoder(HttpEncoder):
         timeout: float = 30.0,
         max_retries: int = 3,
         backoff: float = 0.5,
+        languages: Iterable[Script] | None = None,
     ) -> None:
         if batch_size < 1:
             raise ConfigurationError(f"batch_size must be >= 1, got {batch_size}")
@@ -81,6 +85,7 @@ class OpenAIHttpDenseEncoder(HttpEncoder):
             raise ConfigurationError("send_dimensions needs dimensions (RAGINDEX_DENSE_DIMENSIONS)")
         self.url = embeddings_url(base_url)
         self.model = model
+        self._languages = frozenset(languages) if languages is not None else model_scripts(model)
         self.expected_dimension = dimensions
         self.send_dimensions = send_dimensions
         self.batch_size = batch_size
@@ -104,6 +109,11 @@ class OpenAIHttpDenseEncoder(HttpEncoder):
     def cache_key(self) -> str:
         """Fingerprint plus ``remote`` (the server's precision is its own)."""
         return f"{self.fingerprint}|remote"
+
+    @property
+    def languages(self) -> frozenset[Script]:
+        """Scripts the model covers (the configured ones, else guessed from its name)."""
+        return self._languages
 
     @property
     def dimension(self) -> int:

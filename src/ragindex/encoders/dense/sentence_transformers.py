@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,7 @@ import numpy as np
 from ragindex.encoders._hf import load_once, quiet_hub
 from ragindex.encoders.precision import resolve_precision
 from ragindex.errors import ConfigurationError, EncodingError
+from ragindex.language import Script, model_scripts
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,8 @@ class SentenceTransformerDenseEncoder:
         batch_size: Texts per forward pass.
         offline: Load from local files only (no hub access).
         threads: torch intra-op threads, or None for torch's default.
+        languages: Scripts the model covers; None guesses them from the model name
+            (:func:`ragindex.language.model_scripts`: Latin for the default ``all-MiniLM-L6-v2``).
     """
 
     def __init__(
@@ -53,8 +56,10 @@ class SentenceTransformerDenseEncoder:
         batch_size: int = 64,
         offline: bool = True,
         threads: int | None = None,
+        languages: Iterable[Script] | None = None,
     ) -> None:
         self.model_name = model
+        self._languages = frozenset(languages) if languages is not None else model_scripts(model)
         self.source = resolve_model_source(model)
         self.device = device
         self.precision = resolve_precision(precision, device)
@@ -73,6 +78,11 @@ class SentenceTransformerDenseEncoder:
     def cache_key(self) -> str:
         """Fingerprint plus precision: bf16 and float32 vectors never share cache entries."""
         return f"{self.fingerprint}|{self.precision}"
+
+    @property
+    def languages(self) -> frozenset[Script]:
+        """Scripts the model covers (the configured ones, else guessed from its name)."""
+        return self._languages
 
     @property
     def dimension(self) -> int:

@@ -14,6 +14,7 @@ from ragindex.store.records import ChunkRow, ChunkView
 from ragindex.store.sql.core import CH, DOC, KINDS, SqlCore, batches, status_col
 from ragindex.store.sql.rows import chunk_row
 from ragindex.store.states import IndexStatus, Lifecycle
+from ragindex.types import Unit
 
 
 class SqlChunkReads(SqlCore):
@@ -67,15 +68,36 @@ class SqlChunkReads(SqlCore):
             raise NotFoundError(f"chunk {chunk_id} not found", chunk_id=chunk_id)
         return chunk_row(row._mapping)
 
-    def chunks_of_document(self, doc_id: int, *, include_removed: bool = False) -> list[ChunkRow]:
-        """A document's chunks in order."""
+    def chunks_of_document(
+        self, doc_id: int, *, include_removed: bool = False, unit: str | None = Unit.CHUNK
+    ) -> list[ChunkRow]:
+        """A document's chunks in order (its sections with ``unit="section"``, every row with ``unit=None``)."""
         cond = [CH.doc_id == doc_id]
+        if unit is not None:
+            cond.append(CH.unit == unit)
         if not include_removed:
             cond.append(CH.lifecycle_status == Lifecycle.ACTIVE)
         with self._tx() as conn:
             return [
                 chunk_row(r._mapping) for r in conn.execute(select(schema.chunks).where(*cond).order_by(CH.chunk_index))
             ]
+
+    def section_chunks(self, section_ids: Sequence[str]) -> dict[str, list[ChunkRow]]:
+        """section_id -> its ACTIVE chunks in document order (sections without live chunks are absent)."""
+        out: dict[str, list[ChunkRow]] = {}
+        if not section_ids:
+            return out
+        with self._tx() as conn:
+            for part in batches(list(dict.fromkeys(section_ids))):
+                query = (
+                    select(schema.chunks)
+                    .where(CH.section_id.in_(part), CH.lifecycle_status == Lifecycle.ACTIVE)
+                    .order_by(CH.doc_id, CH.chunk_index)
+                )
+                for r in conn.execute(query):
+                    row = chunk_row(r._mapping)
+                    out.setdefault(str(row.section_id), []).append(row)
+        return out
 
     def expected_points(self, bucket_id: int) -> dict[str, dict[str, str | None]]:
         """chunk_id -> {kind: status} of every ACTIVE chunk routed to ``bucket_id``."""

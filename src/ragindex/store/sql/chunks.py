@@ -14,10 +14,10 @@ from ragindex.clock import utcnow
 from ragindex.errors import NotFoundError
 from ragindex.hashing import sha256_text
 from ragindex.store import schema
-from ragindex.store.records import ChunkDiff
+from ragindex.store.records import ChunkDiff, indexed_text
 from ragindex.store.sql.core import CH, DOC, KINDS, SqlCore, batches, status_col
 from ragindex.store.states import IndexStatus, Lifecycle
-from ragindex.types import ChunkDraft
+from ragindex.types import ChunkDraft, Unit
 
 
 class SqlChunkWrites(SqlCore):
@@ -71,11 +71,12 @@ class SqlChunkWrites(SqlCore):
 
     def update_chunk_content(self, chunk_id: str, content: str, kinds: Iterable[str]) -> bool:
         """Replace a chunk's content; if it changed, every enabled kind goes back to PENDING. Return changed."""
-        new_hash = sha256_text(content)
         with self._tx() as conn:
-            row = conn.execute(select(CH.content_hash, CH.lifecycle_status).where(CH.chunk_id == chunk_id)).first()
+            query = select(CH.content_hash, CH.lifecycle_status, CH.context).where(CH.chunk_id == chunk_id)
+            row = conn.execute(query).first()
             if row is None or row[1] != Lifecycle.ACTIVE:
                 raise NotFoundError(f"chunk {chunk_id} not found", chunk_id=chunk_id)
+            new_hash = sha256_text(indexed_text(content, row[2]))
             if row[0] == new_hash:
                 return False
             conn.execute(
@@ -106,19 +107,19 @@ class SqlChunkWrites(SqlCore):
                 update(schema.chunks).where(CH.chunk_id == chunk_id).values(metadata=merged, updated_at=utcnow())
             )
 
-    def enable_kinds(self, kinds: Iterable[str]) -> int:
-        """Give every ACTIVE chunk a PENDING copy of each enabled kind it lacks (NULL status: kind enabled later).
+    def enable_kinds(self, kinds: Iterable[str], *, unit: str | None = None) -> int:
+        """Give every ACTIVE row (of ``unit``, when given) a PENDING copy of each kind it lacks (NULL status).
 
-        Returns how many chunk statuses moved; the next ingest or repair writes those copies.
+        A kind enabled after the first ingest gets its copies this way. Returns how many statuses moved; the next
+        ingest or repair writes those copies.
         """
         moved = 0
+        scope = [CH.lifecycle_status == Lifecycle.ACTIVE] + ([CH.unit == unit] if unit is not None else [])
         with self._tx() as conn:
             for kind in kinds:
                 status = status_col(kind)
                 moved += conn.execute(
-                    update(schema.chunks)
-                    .where(status.is_(None), CH.lifecycle_status == Lifecycle.ACTIVE)
-                    .values({status.key: IndexStatus.PENDING})
+                    update(schema.chunks).where(status.is_(None), *scope).values({status.key: IndexStatus.PENDING})
                 ).rowcount
         return moved
 
@@ -135,20 +136,82 @@ def replace_chunk_rows(
     file_hash: str,
     content_hash: str,
     now: datetime,
+    unit_kinds: Mapping[str, Iterable[str]] | None = None,
 ) -> ChunkDiff:
-    """The chunk diff of :meth:`SqlChunkWrites.replace_chunks` inside the caller's transaction."""
+    """The diff of :meth:`SqlChunkWrites.replace_chunks` inside the caller's transaction.
+
+    Sections are diffed first (among the document's ACTIVE sections), so that each chunk row can point at its
+    section's row; chunks are then diffed among its ACTIVE chunks. A row is matched by the hash of its indexed
+    text (context + content), so a kept row's vectors are still right. ``unit_kinds`` maps a unit to the vector
+    kinds its new rows get (default: ``enabled`` for every unit).
+    """
     existing = conn.execute(
-        select(CH.chunk_id, CH.content_hash)
+        select(CH.chunk_id, CH.content_hash, CH.unit)
         .where(CH.doc_id == doc_id, CH.lifecycle_status == Lifecycle.ACTIVE)
         .order_by(CH.chunk_index)
     ).all()
-    by_hash: dict[str, list[str]] = defaultdict(list)
-    for chunk_id, existing_hash in existing:
-        by_hash[existing_hash].append(chunk_id)
-    kept: list[dict[str, Any]] = []
-    added: list[dict[str, Any]] = []
-    for draft in drafts:
-        chunk_hash = sha256_text(draft.text)
+    by_hash: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for chunk_id, existing_hash, unit in existing:
+        by_hash[(unit, existing_hash)].append(chunk_id)
+    rows = _RowPlan(doc_id, user_id, set_id, bucket_id, now, unit_kinds or {}, enabled)
+    section_ids: dict[int, str] = {}
+    for draft in sorted(drafts, key=lambda d: d.unit != Unit.SECTION):  # sections first, in their order
+        section_id = section_ids.get(draft.section_index) if draft.section_index is not None else None
+        chunk_id = rows.place(draft, by_hash, section_id)
+        if draft.unit == Unit.SECTION:
+            section_ids[draft.index] = chunk_id
+    removed = [cid for ids in by_hash.values() for cid in ids]
+    if rows.kept:
+        conn.execute(
+            update(schema.chunks)
+            .where(CH.chunk_id == bindparam("b_chunk_id"))
+            .values({k: bindparam(k) for k in rows.kept[0] if k != "b_chunk_id"}),
+            rows.kept,
+        )
+    if rows.added:
+        conn.execute(insert(schema.chunks), rows.added)
+    for part in batches(removed):
+        conn.execute(
+            update(schema.chunks)
+            .where(CH.chunk_id.in_(part))
+            .values(lifecycle_status=Lifecycle.REMOVED, updated_at=now)
+        )
+    chunk_count = sum(1 for d in drafts if d.unit != Unit.SECTION)
+    conn.execute(
+        update(schema.documents)
+        .where(DOC.doc_id == doc_id)
+        .values(chunk_count=chunk_count, file_hash=file_hash, content_hash=content_hash, updated_at=now)
+    )
+    return ChunkDiff(
+        kept=tuple(k["b_chunk_id"] for k in rows.kept),
+        added=tuple(a["chunk_id"] for a in rows.added),
+        removed=tuple(removed),
+    )
+
+
+class _RowPlan:
+    """The rows a document's drafts become: kept rows (by indexed-text hash) get their new position."""
+
+    def __init__(
+        self,
+        doc_id: int,
+        user_id: int,
+        set_id: int,
+        bucket_id: int,
+        now: datetime,
+        unit_kinds: Mapping[str, Iterable[str]],
+        enabled: set[str],
+    ) -> None:
+        self.base = {"doc_id": doc_id, "user_id": user_id, "set_id": set_id, "bucket_id": bucket_id}
+        self.now = now
+        self.kinds = {unit: set(kinds) for unit, kinds in unit_kinds.items()}
+        self.enabled = enabled
+        self.kept: list[dict[str, Any]] = []
+        self.added: list[dict[str, Any]] = []
+
+    def place(self, draft: ChunkDraft, by_hash: dict[tuple[str, str], list[str]], section_id: str | None) -> str:
+        """Keep the row with this draft's unit and hash, or plan a new one; return its chunk_id."""
+        row_hash = sha256_text(indexed_text(draft.text, draft.context))
         position = {
             "chunk_index": draft.index,
             "start_line": draft.start_line,
@@ -156,50 +219,31 @@ def replace_chunk_rows(
             "page": draft.page,
             "section": draft.section,
             "token_count": draft.token_count,
-            "updated_at": now,
+            "section_id": section_id,
+            "updated_at": self.now,
         }
-        if by_hash.get(chunk_hash):
-            kept.append({"b_chunk_id": by_hash[chunk_hash].pop(0), **position})
-            continue
-        added.append(
+        matches = by_hash.get((draft.unit, row_hash))
+        if matches:
+            chunk_id = matches.pop(0)
+            self.kept.append({"b_chunk_id": chunk_id, **position})
+            return chunk_id
+        chunk_id = str(uuid.uuid4())
+        kinds = self.kinds.get(draft.unit, self.enabled)
+        self.added.append(
             {
-                "chunk_id": str(uuid.uuid4()),
-                "doc_id": doc_id,
-                "user_id": user_id,
-                "set_id": set_id,
-                "bucket_id": bucket_id,
+                "chunk_id": chunk_id,
+                **self.base,
                 "chunk_type": draft.chunk_type,
+                "unit": draft.unit,
+                "context": draft.context,
                 "content": draft.text,
-                "content_hash": chunk_hash,
+                "content_hash": row_hash,
                 "metadata": {},
                 "lifecycle_status": Lifecycle.ACTIVE,
                 "attempts": 0,
-                "created_at": now,
-                **{f"{k}_status": (IndexStatus.PENDING if k in enabled else None) for k in KINDS},
+                "created_at": self.now,
+                **{f"{k}_status": (IndexStatus.PENDING if k in kinds else None) for k in KINDS},
                 **position,
             }
         )
-    removed = [cid for ids in by_hash.values() for cid in ids]
-    if kept:
-        conn.execute(
-            update(schema.chunks)
-            .where(CH.chunk_id == bindparam("b_chunk_id"))
-            .values({k: bindparam(k) for k in kept[0] if k != "b_chunk_id"}),
-            kept,
-        )
-    if added:
-        conn.execute(insert(schema.chunks), added)
-    for part in batches(removed):
-        conn.execute(
-            update(schema.chunks)
-            .where(CH.chunk_id.in_(part))
-            .values(lifecycle_status=Lifecycle.REMOVED, updated_at=now)
-        )
-    conn.execute(
-        update(schema.documents)
-        .where(DOC.doc_id == doc_id)
-        .values(chunk_count=len(drafts), file_hash=file_hash, content_hash=content_hash, updated_at=now)
-    )
-    return ChunkDiff(
-        kept=tuple(k["b_chunk_id"] for k in kept), added=tuple(a["chunk_id"] for a in added), removed=tuple(removed)
-    )
+        return chunk_id

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Connection, case, or_, select, update
+from sqlalchemy import Connection, and_, case, or_, select, true, update
 
 from ragindex.clock import utcnow
 from ragindex.errors import ValidationError
@@ -203,27 +203,46 @@ def _stale(kind: str, older_than_seconds: float) -> list[Any]:
 
 
 def _claimable(kind: str, statuses: Sequence[str], max_attempts: int | None) -> list[Any]:
-    """Conditions of an ACTIVE chunk whose ``kind`` copy may be claimed (bm25/sparse need dense SUCCESS)."""
+    """Conditions of an ACTIVE chunk whose ``kind`` copy may be claimed (its point must exist, see :func:`_ready`)."""
     status = status_col(kind)
-    cond = [status.in_([str(s) for s in statuses]), CH.lifecycle_status == Lifecycle.ACTIVE]
-    if kind != VectorKind.DENSE:
-        cond.append(CH.dense_status == IndexStatus.SUCCESS)
+    cond = [status.in_([str(s) for s in statuses]), CH.lifecycle_status == Lifecycle.ACTIVE, *_ready(kind)]
     if max_attempts is not None:
         cond.append(or_(status == IndexStatus.PENDING, CH.attempts < max_attempts))
     return cond
+
+
+def _earlier(kind: str) -> tuple[str, ...]:
+    return KINDS[: KINDS.index(VectorKind(kind))]
+
+
+def _owns_point(kind: str) -> Any:
+    """Whether ``kind`` writes the row's whole point: every earlier kind is disabled (NULL) on the row.
+
+    Dense owns a chunk's point; a section has no dense copy, so its first lexical kind (bm25) owns its point.
+    """
+    return and_(true(), *(status_col(k).is_(None) for k in _earlier(kind)))
+
+
+def _ready(kind: str) -> list[Any]:
+    """A non-owning kind is written onto an existing point: the owner's copy must be SUCCESS."""
+    earlier = _earlier(kind)
+    if not earlier:
+        return []
+    owner_done = [and_(_owns_point(k), status_col(k) == IndexStatus.SUCCESS) for k in earlier]
+    return [or_(_owns_point(kind), *owner_done)]
 
 
 def _claim_rows(conn: Connection, kind: str, token: str, chunk_ids: Sequence[str], allowed: Sequence[str]) -> list[str]:
     """The compare-and-set UPDATE of a claim; return the ids that now carry ``token``."""
     status = status_col(kind)
     values: dict[str, Any] = {status.key: IndexStatus.INDEXING, f"{kind}_claim": token, "claimed_at": utcnow()}
-    if kind == VectorKind.DENSE:
-        for other in KINDS:
-            if other != VectorKind.DENSE:
-                col = status_col(other)
-                values[col.key] = case((col.is_(None), None), else_=IndexStatus.PENDING)
-                values[f"{other}_claim"] = None
-    extra = [] if kind == VectorKind.DENSE else [CH.dense_status == IndexStatus.SUCCESS]
+    owner = _owns_point(kind)
+    for later in KINDS[KINDS.index(VectorKind(kind)) + 1 :]:
+        # the owner's write replaces the whole point, and with it the later kinds' vectors
+        col, claim = status_col(later), claim_col(later)
+        values[col.key] = case((and_(owner, col.is_not(None)), IndexStatus.PENDING), else_=col)
+        values[claim.key] = case((owner, None), else_=claim)
+    extra = _ready(kind)
     claimed: list[str] = []
     for part in batches(list(chunk_ids)):
         result = conn.execute(

@@ -45,6 +45,21 @@ class SqlDocuments(SqlCore):
                 state[file_uri] = (file_hash if previous[0] == file_hash else "", previous[1] + 1)
         return state
 
+    def files_chunked_otherwise(self, user_id: int, set_id: int, fingerprint: str) -> set[str]:
+        """file_uris of a set's ACTIVE documents chunked with another chunking fingerprint (to re-chunk)."""
+        with self._tx() as conn:
+            rows = conn.execute(
+                select(DOC.file_uri)
+                .where(
+                    DOC.user_id == user_id,
+                    DOC.set_id == set_id,
+                    DOC.lifecycle_status == Lifecycle.ACTIVE,
+                    DOC.chunking_fingerprint != fingerprint,
+                )
+                .distinct()
+            )
+            return {r[0] for r in rows}
+
     def set_file_hash(self, doc_id: int, file_hash: str) -> None:
         """Move a document to a new file hash when its file changed but its own content did not."""
         with self._tx() as conn:
@@ -83,12 +98,14 @@ class SqlDocuments(SqlCore):
         kinds: Iterable[str],
         job_id: str | None,
         chunking_ms: float,
+        unit_kinds: Mapping[str, Iterable[str]] | None = None,
     ) -> tuple[int, int, ChunkDiff]:
         """Record a document version, its chunks (diffed by content hash) and its run, in ONE transaction.
 
         This is the ingest's hot path: one round trip per changed document instead of five. The run is
         opened with its chunking stage SUCCESS and the index stages PENDING (SKIPPED when disabled).
-        Returns (doc_id, run_id, diff).
+        ``unit_kinds`` gives the vector kinds of each unit's new rows (sections: the lexical kinds, chunks: dense);
+        by default every row gets ``kinds``. Returns (doc_id, run_id, diff).
         """
         enabled = set(kinds)
         now = utcnow()
@@ -105,6 +122,7 @@ class SqlDocuments(SqlCore):
                 file_hash=doc.file_hash,
                 content_hash=doc.content_hash,
                 now=now,
+                unit_kinds=unit_kinds,
             )
             run_id = insert_run(conn, doc_id, job_id=job_id, enabled=enabled, now=now)
             conn.execute(
@@ -194,6 +212,7 @@ def _document_values(doc: NewDocument, status: str, now: datetime) -> dict[str, 
         "filename": doc.filename[:512],
         "size": doc.size,
         "parser": doc.parser,
+        "chunking_fingerprint": doc.chunking_fingerprint,
         "metadata": dict(doc.metadata),
         "lifecycle_status": Lifecycle.ACTIVE,
         "status": status,

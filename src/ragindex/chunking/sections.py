@@ -1,0 +1,84 @@
+"""Sections: the lexical unit above chunks, and the context line each chunk is indexed with.
+
+A section is a run of consecutive chunks under the same heading (a markdown section, a record, a stretch of a
+plain text), cut at ``max_chars`` characters; its text is the document's text over that run, so it never repeats
+the chunks' overlaps. BM25 (and learned sparse) score sections, where term statistics work; dense scores chunks.
+A heading's section larger than the limit is split at chunk boundaries, which the chunkers place at paragraph,
+then sentence boundaries. A document without headings still gets sections, by size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ragindex.types import ChunkDraft, Document, Unit
+
+CONTEXT_SEPARATOR = " > "
+_MAX_CONTEXT_CHARS = 300
+
+
+def with_sections(
+    document: Document, drafts: Sequence[ChunkDraft], *, max_chars: int, contextual: bool
+) -> list[ChunkDraft]:
+    """The document's section drafts, then its chunk drafts pointing at them (``section_index``).
+
+    Args:
+        document: The document the drafts index into.
+        drafts: Its chunks, in order.
+        max_chars: Most characters of document text per section (a single longer chunk is a section alone);
+            0: no sections, the chunks alone.
+        contextual: Give each row a context line (title, heading path) indexed in front of its text.
+    """
+    if max_chars <= 0:
+        return [
+            replace(d, context=context_line(document.title, d.section, d.text) if contextual else None) for d in drafts
+        ]
+    sections: list[ChunkDraft] = []
+    chunks: list[ChunkDraft] = []
+    run: list[ChunkDraft] = []
+
+    def close_run() -> None:
+        if run:
+            sections.append(_section(document, run, len(sections), contextual=contextual))
+            run.clear()
+
+    for draft in drafts:
+        if run and (draft.section != run[0].section or draft.end_char - run[0].start_char > max_chars):
+            close_run()
+        run.append(draft)
+        context = context_line(document.title, draft.section, draft.text) if contextual else None
+        chunks.append(replace(draft, section_index=len(sections), context=context))
+    close_run()
+    return [*sections, *chunks]
+
+
+def context_line(title: str | None, heading: str | None, text: str) -> str | None:
+    """``Title > Heading`` for a piece of text, leaving out what the text already starts with (None if nothing)."""
+    start = text.lstrip()[:_MAX_CONTEXT_CHARS]
+    parts = [p.strip() for p in (title, heading) if p and p.strip()]
+    parts = [p for p in parts if not start.startswith(p)]
+    if len(parts) == 2 and parts[1].startswith(parts[0]):  # a heading path that already names the title
+        parts = parts[1:]
+    line = CONTEXT_SEPARATOR.join(parts)[:_MAX_CONTEXT_CHARS]
+    return line or None
+
+
+def _section(document: Document, run: Sequence[ChunkDraft], index: int, *, contextual: bool) -> ChunkDraft:
+    first = run[0]
+    start, end = first.start_char, max(d.end_char for d in run)
+    text = document.text[start:end]
+    tokens = [d.token_count for d in run]
+    return ChunkDraft(
+        index=index,
+        text=text,
+        start_char=start,
+        end_char=end,
+        start_line=first.start_line,
+        end_line=max(d.end_line for d in run),
+        page=first.page,
+        section=first.section,
+        token_count=None if None in tokens else sum(t for t in tokens if t is not None),
+        unit=Unit.SECTION,
+        context=context_line(document.title, first.section, text) if contextual else None,
+    )

@@ -1,0 +1,31 @@
+"""Query terms and the chunk of a section that best matches them (which chunk stands for a lexical hit)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ragindex.store.records import ChunkRow
+
+_WORD = re.compile(r"[^\W\d_]{3,}|\d+", re.UNICODE)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
+
+
+def query_terms(query: str) -> frozenset[str]:
+    """Lower-cased words of three letters or more, numbers, and the character bigrams of CJK runs."""
+    text = query.lower()
+    terms = set(_WORD.findall(_CJK.sub(" ", text)))
+    for run in _CJK.findall(text):
+        terms |= {run[i : i + 2] for i in range(max(len(run) - 1, 1))}
+    return frozenset(terms)
+
+
+def best_match(terms: frozenset[str], chunks: Sequence[ChunkRow]) -> str:
+    """The id of the chunk containing most of ``terms`` (the first one on a tie)."""
+    best, best_hits = chunks[0].chunk_id, -1
+    for chunk in chunks:
+        text = chunk.content.lower()
+        hits = sum(1 for term in terms if term in text)
+        if hits > best_hits:
+            best, best_hits = chunk.chunk_id, hits
+    return best
