@@ -29,7 +29,7 @@ import pytest
 
 from ragindex.encoders.sparse.bm25 import Bm25SparseEncoder
 from ragindex.errors import IndexBackendError, ValidationError
-from ragindex.index.protocol import DensePoint, ScoredIds, TenantFilter, VectorIndex, VectorQuery
+from ragindex.index.protocol import DensePoint, ScoredIds, SparsePoint, TenantFilter, VectorIndex, VectorQuery
 from ragindex.retrieval import fusion
 from ragindex.types import SparseVector, VectorKind
 
@@ -185,6 +185,29 @@ class VectorIndexContract:
         assert_same_ranking(after, before)
         present = index.vectors_present(COLLECTION, BUCKET)
         assert present == dict.fromkeys(_IDS, frozenset({VectorKind.DENSE, VectorKind.BM25}))
+
+    def test_upsert_sparse_writes_points_without_a_dense_vector(self, index: VectorIndex) -> None:
+        """Section points: payload and a sparse vector only; dense search never returns them, bm25 search does."""
+        bm25 = _bm25_documents()
+        dense_ids, section_ids = _IDS[: len(_IDS) // 2], _IDS[len(_IDS) // 2 :]
+        points = {p.chunk_id: p for p in _points()}
+        index.upsert_sparse(
+            COLLECTION,
+            BUCKET,
+            VectorKind.BM25,
+            [SparsePoint(c, points[c].user_id, points[c].set_id, points[c].doc_id, bm25[c]) for c in section_ids],
+            dense_dim=DIM,  # this write creates the bucket
+        )
+        index.upsert_dense(COLLECTION, BUCKET, [points[c] for c in dense_ids])
+        index.update_sparse(COLLECTION, BUCKET, VectorKind.SPARSE, {section_ids[0]: SparseVector((5,), (1.0,))})
+        present = index.vectors_present(COLLECTION, BUCKET)
+        assert {c: present[c] for c in section_ids[1:]} == dict.fromkeys(section_ids[1:], frozenset({"bm25"}))
+        assert present[section_ids[0]] == frozenset({VectorKind.BM25, VectorKind.SPARSE})
+        assert set(present) == set(_IDS) and all(present[c] == frozenset({VectorKind.DENSE}) for c in dense_ids)
+        dense_hits = index.search(COLLECTION, BUCKET, _dense_query(), _MAIN, limit=len(_IDS))
+        assert set(_ids(dense_hits)) == set(dense_ids) & _MAIN_IDS  # the section points have no dense vector
+        lexical = index.search(COLLECTION, BUCKET, _bm25_query(_ROWS[4].text), _MAIN, limit=len(_IDS))
+        assert _ids(lexical) == [_IDS[4]]  # only section points have a bm25 vector here
 
     def test_update_sparse_of_the_lexical_vector(self, filled: VectorIndex) -> None:
         """``sparse`` is a plain dot-product sparse vector, updated independently of ``bm25``."""
