@@ -22,6 +22,7 @@ from ragindex.config.settings import Settings
 from ragindex.engine import Engine
 from ragindex.hashing import sha256_text
 from ragindex.index.protocol import TenantFilter, VectorQuery
+from ragindex.pipeline.sync import unit_kinds
 from ragindex.store.records import ChunkRow
 
 CHUNK_SIZE = 160
@@ -142,14 +143,20 @@ def versions_of(texts: Iterable[str]) -> dict[str, str]:
     return {sha256_text(t): t for t in texts}
 
 
-def all_chunks(engine: Engine) -> list[ChunkRow]:
-    """Every chunk of every document, ACTIVE and REMOVED."""
+def all_chunks(engine: Engine, *, unit: str | None = "chunk") -> list[ChunkRow]:
+    """Every chunk of every document, ACTIVE and REMOVED (``unit=None``: its sections too)."""
     store = engine.store
     return [
         c
         for d in store.list_documents(include_removed=True)
-        for c in store.chunks_of_document(d.doc_id, include_removed=True)
+        for c in store.chunks_of_document(d.doc_id, include_removed=True, unit=unit)
     ]
+
+
+def row_kinds(engine: Engine, row: ChunkRow) -> tuple[str, ...]:
+    """The vector kinds a row must have: its unit's (sections: the lexical ones, chunks: dense), else all."""
+    units = unit_kinds(engine.kinds, engine.settings.section_max_chars)
+    return tuple(units[row.unit]) if units is not None else tuple(engine.kinds)
 
 
 def chunk_by_text(engine: Engine, needle: str) -> ChunkRow:
@@ -232,6 +239,46 @@ def covered(text: str, pieces: list[str]) -> bool:
     return bool(np.all(mask | blank))
 
 
+def _assert_vectors(engine: Engine, collection: str, active: Sequence[ChunkRow]) -> None:
+    """The cached vector is the current indexed text's, and each point holds that very vector (every kind)."""
+    store = engine.store
+    for c in active:
+        assert c.content_hash == sha256_text(c.indexed_text)
+    dense_rows = [c for c in active if "dense" in row_kinds(engine, c)]
+    if dense_rows:
+        dense = engine.dense
+        cached = store.cached_vectors(dense.cache_key, [c.content_hash for c in dense_rows])
+        fresh = encode(engine, [c.indexed_text for c in dense_rows])
+        for c, vector in zip(dense_rows, fresh, strict=True):
+            assert c.content_hash in cached, f"no cached vector for chunk {c.chunk_id}"
+            assert float(np.dot(cached[c.content_hash], vector)) > 0.995, f"cache holds a stale vector: {c.chunk_id}"
+            hits = engine.index.search(
+                collection,
+                c.bucket_id,
+                VectorQuery(using="dense", dense=cached[c.content_hash]),
+                TenantFilter(user_id=c.user_id, set_id=c.set_id),
+                limit=1,
+            )
+            assert hits and hits[0][0] == c.chunk_id, f"chunk {c.chunk_id} is not its own nearest point: {hits}"
+            assert hits[0][1] > 1 - 1e-4, f"point {c.chunk_id} holds another vector (score {hits[0][1]})"
+        # and, read back from the Edge shards, every stored vector is the current content's
+    if active:
+        stored = _stored_vectors(engine, collection, active)
+        for c in active:
+            point = stored[c.chunk_id]
+            if c in dense_rows:
+                dense_copy = np.asarray(point["dense"], dtype=np.float32)
+                assert float(np.dot(dense_copy, cached[c.content_hash])) > 1 - 1e-4, f"stale dense copy: {c.chunk_id}"
+            for kind in row_kinds(engine, c):
+                if kind == "dense":
+                    continue
+                want = engine.sparse[kind].encode_documents([c.indexed_text])[0]
+                got = dict(zip(point[kind].indices, point[kind].values, strict=True))
+                assert got.keys() == set(want.indices), f"stale {kind} copy: {c.chunk_id}"
+                values = [got[i] for i in want.indices]
+                assert np.allclose(values, want.values, rtol=1e-4, atol=1e-4), (c.chunk_id, kind, values, want.values)
+
+
 def assert_converged(
     engine: Engine,
     versions: Mapping[str, str],
@@ -253,13 +300,18 @@ def assert_converged(
     store, kinds = engine.store, engine.kinds
     collection = engine.read_collection()
     assert collection is not None, "no ACTIVE collection"
-    chunks = all_chunks(engine)
+    chunks = all_chunks(engine, unit=None)  # every invariant holds for sections as for chunks
     active = [c for c in chunks if c.lifecycle_status == "ACTIVE"]
     removed = [c for c in chunks if c.lifecycle_status == "REMOVED"]
 
     # 1. truth: every ACTIVE chunk finished for every kind; every REMOVED chunk purged
-    unfinished = [(c.chunk_id, k, c.status_of(k)) for c in active for k in kinds if c.status_of(k) != "SUCCESS"]
-    assert not unfinished, f"ACTIVE chunks not SUCCESS: {unfinished[:5]}"
+    unfinished = [
+        (c.chunk_id, k, c.status_of(k))
+        for c in active
+        for k in kinds
+        if c.status_of(k) != ("SUCCESS" if k in row_kinds(engine, c) else None)
+    ]
+    assert not unfinished, f"ACTIVE rows not SUCCESS (or a kind on the wrong unit): {unfinished[:5]}"
     assert not store.removed_unpurged(), "REMOVED chunks whose index copies were never purged"
 
     # 2. index: each ACTIVE chunk exactly once, in its bucket, with every kind; nothing else
@@ -271,42 +323,14 @@ def assert_converged(
         where = places.get(c.chunk_id, [])
         assert len(where) == 1, f"chunk {c.chunk_id} is in the index {len(where)} times"
         bucket, names = where[0]
-        assert bucket == c.bucket_id and set(kinds) <= names, (c.chunk_id, bucket, names)
+        assert bucket == c.bucket_id and set(row_kinds(engine, c)) == names, (c.chunk_id, bucket, names)
     ghosts = [c.chunk_id for c in removed if c.chunk_id in places]
     assert not ghosts, f"REMOVED chunks still in the index: {ghosts[:5]}"
     orphans = sorted(set(places) - {c.chunk_id for c in active})
     assert not orphans, f"points with no ACTIVE chunk: {orphans[:5]}"
 
     # 3. vectors: the cached vector is the current content's, and the point holds that very vector
-    if active:
-        dense = engine.dense
-        cached = store.cached_vectors(dense.cache_key, [c.content_hash for c in active])
-        fresh = encode(engine, [c.content for c in active])
-        for c, vector in zip(active, fresh, strict=True):
-            assert c.content_hash == sha256_text(c.content)
-            assert c.content_hash in cached, f"no cached vector for chunk {c.chunk_id}"
-            assert float(np.dot(cached[c.content_hash], vector)) > 0.995, f"cache holds a stale vector: {c.chunk_id}"
-            hits = engine.index.search(
-                collection,
-                c.bucket_id,
-                VectorQuery(using="dense", dense=cached[c.content_hash]),
-                TenantFilter(user_id=c.user_id, set_id=c.set_id),
-                limit=1,
-            )
-            assert hits and hits[0][0] == c.chunk_id, f"chunk {c.chunk_id} is not its own nearest point: {hits}"
-            assert hits[0][1] > 1 - 1e-4, f"point {c.chunk_id} holds another vector (score {hits[0][1]})"
-        # and, read back from the Edge shards, every stored vector is the current content's
-        stored = _stored_vectors(engine, collection, active)
-        for c in active:
-            point = stored[c.chunk_id]
-            dense_copy = np.asarray(point["dense"], dtype=np.float32)
-            assert float(np.dot(dense_copy, cached[c.content_hash])) > 1 - 1e-4, f"stale dense copy: {c.chunk_id}"
-            for kind in kinds[1:]:
-                want = engine.sparse[kind].encode_documents([c.content])[0]
-                got = dict(zip(point[kind].indices, point[kind].values, strict=True))
-                assert got.keys() == set(want.indices), f"stale {kind} copy: {c.chunk_id}"
-                values = [got[i] for i in want.indices]
-                assert np.allclose(values, want.values, rtol=1e-4, atol=1e-4), (c.chunk_id, kind, values, want.values)
+    _assert_vectors(engine, collection, active)
 
     # 4. no ghost hits, and every document is findable by its distinctive phrase
     docs = store.list_documents()
@@ -324,7 +348,7 @@ def assert_converged(
     if files is not None:
         assert sorted(d.filename for d in docs) == sorted(files)
     for doc in docs:
-        mine = [c for c in active if c.doc_id == doc.doc_id]
+        mine = [c for c in active if c.doc_id == doc.doc_id and c.unit == "chunk"]
         if doc.doc_id in skip_docs:
             continue
         pieces = [c.content for c in sorted(mine, key=lambda c: c.chunk_index)]

@@ -192,7 +192,10 @@ class Bm25Settings(SettingsSection):
 
     bm25_enabled: bool = Field(True, description="Build BM25 sparse vectors (Qdrant Bm25, multilingual tokenizer).")
     bm25_avg_len: float = Field(
-        30.0, gt=0, description="Mean chunk length in BM25 tokens (length norm); 30 fits 512-char chunks."
+        150.0,
+        gt=0,
+        description="Mean length in BM25 tokens of the units BM25 scores (length norm): 150 fits sections "
+        "(~1,500 English characters); 30 fits 512-character chunks (`RAGINDEX_SECTION_MAX_CHARS=0`).",
     )
     bm25_k1: float = Field(1.2, gt=0, description="BM25 k1.")
     bm25_b: float = Field(0.75, ge=0, le=1, description="BM25 b.")

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, insert, select, update
+from sqlalchemy import Connection, bindparam, case, insert, select, update
 
 from ragindex.clock import utcnow
 from ragindex.errors import NotFoundError
@@ -70,7 +70,7 @@ class SqlChunkWrites(SqlCore):
         return flipped
 
     def update_chunk_content(self, chunk_id: str, content: str, kinds: Iterable[str]) -> bool:
-        """Replace a chunk's content; if it changed, every enabled kind goes back to PENDING. Return changed."""
+        """Replace a chunk's content; if it changed, each of its kinds goes back to PENDING. Return changed."""
         with self._tx() as conn:
             query = select(CH.content_hash, CH.lifecycle_status, CH.context).where(CH.chunk_id == chunk_id)
             row = conn.execute(query).first()
@@ -88,7 +88,8 @@ class SqlChunkWrites(SqlCore):
                     attempts=0,
                     last_error=None,
                     updated_at=utcnow(),
-                    **{f"{k}_status": IndexStatus.PENDING for k in kinds},
+                    # the row's own kinds only: a section carries no dense copy, a chunk no lexical one
+                    **{f"{k}_status": case((status_col(k).is_(None), None), else_=IndexStatus.PENDING) for k in kinds},
                     **{f"{k}_claim": None for k in kinds},
                 )
             )
