@@ -173,3 +173,27 @@ def test_without_sections_every_kind_is_on_the_chunks(make_engine: Callable[...,
         assert {(c.dense_status, c.bm25_status, c.section_id) for c in chunks} == {("SUCCESS", "SUCCESS", None)}
         assert "queen lays" in engine.search("queen eggs", user_id=1, set_id=1, mode="bm25").hits[0].text
         assert engine.verify().ok
+
+
+def test_turning_sections_off_and_on_moves_the_lexical_copies(
+    make_engine: Callable[..., Engine], corpus: Path, corpus_files: dict[str, str]
+) -> None:
+    with make_engine() as engine:
+        engine.ingest([corpus])
+        before = {c.chunk_id for c in rows(engine, "guide.md", Unit.CHUNK)}
+    with make_engine(section_max_chars=0) as engine:
+        report = engine.ingest([corpus])
+        assert report.documents["rechunked"] == len(corpus_files) and report.chunks["embedded"] == 0
+        chunks = rows(engine, "guide.md", Unit.CHUNK)
+        assert {c.chunk_id for c in chunks} == before  # same texts: same rows, same dense vectors
+        assert {(c.dense_status, c.bm25_status) for c in chunks} == {("SUCCESS", "SUCCESS")}
+        assert rows(engine, "guide.md", Unit.SECTION) == [] and not engine.store.removed_unpurged()
+        assert "queen lays" in engine.search("queen eggs", user_id=1, set_id=1, mode="bm25").hits[0].text
+        assert engine.verify().ok
+    with make_engine() as engine:
+        engine.ingest([corpus])
+        chunks = rows(engine, "guide.md", Unit.CHUNK)
+        assert {(c.dense_status, c.bm25_status) for c in chunks} == {("SUCCESS", None)}
+        assert all(s.bm25_status == "SUCCESS" for s in rows(engine, "guide.md", Unit.SECTION))
+        assert "queen lays" in engine.search("queen eggs", user_id=1, set_id=1, mode="bm25").hits[0].text
+        assert engine.verify().ok

@@ -162,12 +162,22 @@ def replace_chunk_rows(
         if draft.unit == Unit.SECTION:
             section_ids[draft.index] = chunk_id
     removed = [cid for ids in by_hash.values() for cid in ids]
-    if rows.kept:
+    for unit, kept in rows.kept_by_unit().items():
+        # a kept row takes its unit's kinds now (the layout may have changed: sections turned on or off): a kind
+        # it gains becomes PENDING, a kind it loses NULL (its vector stays on the point until that is rewritten),
+        # and every other status stays as it is, evaluated in the UPDATE itself (no lost concurrent transition)
+        kinds = rows.kinds.get(unit, rows.enabled)
+        layout = {
+            status_col(k).key: (
+                case((status_col(k).is_(None), IndexStatus.PENDING), else_=status_col(k)) if k in kinds else None
+            )
+            for k in KINDS
+        }
         conn.execute(
             update(schema.chunks)
             .where(CH.chunk_id == bindparam("b_chunk_id"))
-            .values({k: bindparam(k) for k in rows.kept[0] if k != "b_chunk_id"}),
-            rows.kept,
+            .values({**{k: bindparam(k) for k in kept[0] if k not in ("b_chunk_id", "b_unit")}, **layout}),
+            kept,
         )
     if rows.added:
         conn.execute(insert(schema.chunks), rows.added)
@@ -210,6 +220,13 @@ class _RowPlan:
         self.kept: list[dict[str, Any]] = []
         self.added: list[dict[str, Any]] = []
 
+    def kept_by_unit(self) -> dict[str, list[dict[str, Any]]]:
+        """The kept rows' updates, by unit."""
+        out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for row in self.kept:
+            out[row["b_unit"]].append(row)
+        return out
+
     def place(self, draft: ChunkDraft, by_hash: dict[tuple[str, str], list[str]], section_id: str | None) -> str:
         """Keep the row with this draft's unit and hash, or plan a new one; return its chunk_id."""
         row_hash = sha256_text(indexed_text(draft.text, draft.context))
@@ -226,7 +243,7 @@ class _RowPlan:
         matches = by_hash.get((draft.unit, row_hash))
         if matches:
             chunk_id = matches.pop(0)
-            self.kept.append({"b_chunk_id": chunk_id, **position})
+            self.kept.append({"b_chunk_id": chunk_id, "b_unit": draft.unit, **position})
             return chunk_id
         chunk_id = str(uuid.uuid4())
         kinds = self.kinds.get(draft.unit, self.enabled)
