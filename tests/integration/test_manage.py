@@ -27,12 +27,12 @@ def corpus_files() -> dict[str, str]:
     return dict(CORPUS)
 
 
-
 @pytest.fixture
 def engine_settings() -> dict[str, Any]:
     """Every kind on chunks (``section_max_chars=0``): these tests drive the chunk-level state machine with a
     bm25 copy on each chunk; tests/integration/test_sections.py covers the sectioned default."""
     return {"section_max_chars": 0}
+
 
 def top(engine: Engine, query: str, mode: str = "hybrid") -> str:
     return engine.search(query, user_id=1, set_id=1, mode=mode).hits[0].chunk_id

@@ -236,4 +236,3 @@ class Indexer:
                 log.warning("purging %d index copies failed (repair will retry): %s", len(ids), exc)
                 failed.update(dict.fromkeys(ids, str(exc)))
         return purged, failed
-
