@@ -117,6 +117,30 @@ def search(
             "Default: RAGINDEX_RERANK_ENABLED.",
         ),
     ] = None,
+    expand: Annotated[
+        str | None,
+        typer.Option(
+            "--expand",
+            help="Give each hit a context: none, neighbours (adjacent chunks) or section (its section). "
+            "Default: RAGINDEX_EXPAND.",
+        ),
+    ] = None,
+    context_chars: Annotated[
+        int | None,
+        typer.Option(
+            "--context-chars",
+            help="Most characters of a context, 0-20000 (the hit's text is kept whole). "
+            "Default: RAGINDEX_CONTEXT_CHARS.",
+        ),
+    ] = None,
+    group_by: Annotated[
+        str | None,
+        typer.Option(
+            "--group-by",
+            help="Merge hits of one unit: none, section or document (best chunk kept, the others listed under it). "
+            "Default: RAGINDEX_GROUP_BY.",
+        ),
+    ] = None,
     as_json: Json = False,
 ) -> None:
     """Search a set; hits carry per-source scores and ranks and the latency of each phase."""
@@ -133,6 +157,9 @@ def search(
                 score_threshold=score_threshold,
                 fusion=fusion,
                 rerank=rerank,
+                expand=expand,
+                context_chars=context_chars,
+                group_by=group_by,
             )
         if as_json:
             emit_json(result.to_dict())

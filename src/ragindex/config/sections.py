@@ -269,7 +269,7 @@ class RetrievalSettings(SettingsSection):
         default_factory=dict, description='Per-source RRF weights, e.g. `{"dense": 1.0, "bm25": 1.0}`.'
     )
     expand: Literal["none", "neighbours", "section"] = Field(
-        "none",
+        "section",
         description="Default `context` of each hit: `none`, `neighbours` (adjacent chunks) or `section` (its "
         "section), within `context_chars`.",
     )
@@ -280,7 +280,7 @@ class RetrievalSettings(SettingsSection):
         description="Most characters of a hit's `context` (its own text is kept whole).",
     )
     group_by: Literal["none", "section", "document"] = Field(
-        "none",
+        "section",
         description="Default merging of hits: `none`, `section` or `document` (best chunk kept, others in `merged`).",
     )
 

@@ -145,6 +145,8 @@ def run_mode(
             fusion=spec.fusion,
             candidates=chunks,
             rerank=spec.rerank,
+            expand="none",  # the run is scored on chunks max-pooled per document, whatever the search defaults
+            group_by="none",
         )
 
     if dataset.queries:

@@ -6,6 +6,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragindex.types import MAX_CONTEXT_CHARS
+
 MAX_ID = 2**63 - 1  # ids are BIGINT in the truth store
 
 
@@ -26,6 +28,15 @@ class SearchRequest(_Body):
     top_k: int | None = Field(None, ge=1, le=1000, description="Hits to return.")
     score_threshold: float | None = Field(None, description="Drop hits below this score (range depends on mode).")
     rerank: bool | None = Field(None, description="Cross-encoder rerank (when the engine supports it).")
+    expand: Literal["none", "neighbours", "section"] | None = Field(
+        None, description="Each hit's `context`: its neighbouring chunks or its section. Default: RAGINDEX_EXPAND."
+    )
+    context_chars: int | None = Field(
+        None, ge=0, le=MAX_CONTEXT_CHARS, description="Most characters of a context. Default: RAGINDEX_CONTEXT_CHARS."
+    )
+    group_by: Literal["none", "section", "document"] | None = Field(
+        None, description="Merge hits of one section or document (others under `merged`). Default: RAGINDEX_GROUP_BY."
+    )
 
 
 class ChunkPatch(_Body):

@@ -30,6 +30,9 @@ def search(body: SearchRequest, state: StateDep, caller: CallerDep) -> dict[str,
         top_k=body.top_k,
         score_threshold=body.score_threshold,
         fusion=body.fusion,
+        expand=body.expand,
+        context_chars=body.context_chars,
+        group_by=body.group_by,
         **options,
     )
     return result.to_dict()
