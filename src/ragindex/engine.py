@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ragindex import factory
 from ragindex.config.settings import Settings
-from ragindex.errors import FingerprintMismatchError
+from ragindex.pipeline.catalog import CollectionCatalog
 from ragindex.store.records import IndexMeta
 from ragindex.store.states import CollectionState, IndexStatus
 from ragindex.types import VectorKind
@@ -58,6 +58,13 @@ class Engine:
         self.settings = settings or Settings()
         self.store = factory.build_store(self.settings)
         self.sparse = factory.build_sparse_encoders(self.settings)
+        self.collections = CollectionCatalog(
+            self.store,
+            prefix=self.settings.collection_prefix,
+            backend=self.settings.index_backend,
+            dense=lambda: self.dense,
+            sparse=self.sparse,
+        )
         self._index: VectorIndex | None = None
         self._index_wrapper = index_wrapper
         self._dense: DenseEncoder | None = None
@@ -123,82 +130,11 @@ class Engine:
 
     def read_collection(self) -> str | None:
         """The collection searches read (the ACTIVE one), checked against the configured models; None if empty."""
-        active = [m for m in self.store.list_index_meta() if m.state == CollectionState.ACTIVE]
-        if not active:
-            return None
-        self._check_meta(active[0])
-        return active[0].collection
+        return self.collections.read()
 
     def write_collection(self) -> str:
         """The collection ingests write, created (and recorded as ACTIVE) on the first ingest."""
-        collection = self.read_collection()
-        if collection is not None:
-            return collection
-        name = self.settings.collection_prefix
-        self.store.put_index_meta(self._meta_for(name, state=CollectionState.ACTIVE))
-        return name
-
-    def _meta_for(self, collection: str, *, state: str, dense: DenseEncoder | None = None) -> IndexMeta:
-        encoder = dense or self.dense
-        bm25 = self.sparse.get(VectorKind.BM25)
-        return IndexMeta(
-            collection=collection,
-            backend=self.settings.index_backend,
-            state=state,
-            dense_fingerprint=encoder.fingerprint,
-            dense_dim=None,
-            sparse_model=self._sparse_name(),
-            bm25_config=getattr(bm25, "config", None),
-            chunker_config=None,
-        )
-
-    def _sparse_name(self) -> str | None:
-        """Name of the configured learned sparse encoder (recorded as ``index_meta.sparse_model``), or None."""
-        provider = self.sparse.get(VectorKind.SPARSE)
-        return provider.name if provider is not None else None
-
-    def _check_sparse_meta(self, meta: IndexMeta) -> None:
-        """A collection's learned sparse vectors come from one sparse model: never mix two in one collection.
-
-        A collection built before a sparse provider was configured adopts it (its shards always have the
-        ``sparse`` named vector); turning the provider off only disables sparse search.
-        """
-        name = self._sparse_name()
-        if name is None or meta.sparse_model == name:
-            return
-        if meta.sparse_model is not None:
-            raise FingerprintMismatchError(
-                f"collection {meta.collection!r} has sparse vectors built with {meta.sparse_model!r} but the "
-                f"configured sparse provider is {name!r}. Restore the RAGINDEX_SPARSE_* settings (provider, model, "
-                "top_k, min_weight), or build a new collection with `ragindex reindex --into NAME`.",
-                collection=meta.collection,
-            )
-        self.store.put_index_meta(replace(meta, sparse_model=name))
-        log.warning(
-            "collection %s now records sparse model %s; chunks indexed before get their sparse vectors on the "
-            "next ingest or repair",
-            meta.collection,
-            name,
-        )
-
-    def _check_meta(self, meta: IndexMeta) -> None:
-        fingerprint = self.dense.fingerprint
-        if meta.dense_fingerprint != fingerprint:
-            raise FingerprintMismatchError(
-                f"collection {meta.collection!r} was built with {meta.dense_fingerprint!r} but the configured dense "
-                f"model is {fingerprint!r}. Set RAGINDEX_DENSE_MODEL back, or build a new collection with "
-                "`ragindex reindex --into NAME` (searches keep using the old one until it is complete).",
-                collection=meta.collection,
-            )
-        bm25 = self.sparse.get(VectorKind.BM25)
-        expected = getattr(bm25, "config", None)
-        if bm25 is not None and meta.bm25_config is not None and dict(meta.bm25_config) != expected:
-            raise FingerprintMismatchError(
-                f"collection {meta.collection!r} has BM25 vectors built with {dict(meta.bm25_config)} but the "
-                f"settings give {expected}; restore the RAGINDEX_BM25_* settings or reindex into a new collection.",
-                collection=meta.collection,
-            )
-        self._check_sparse_meta(meta)
+        return self.collections.write()
 
     def indexer(self, collection: str | None = None) -> Indexer:
         """Index stages writing to ``collection`` (default: the write collection)."""
@@ -528,7 +464,7 @@ class Engine:
         return reindex_into(
             self.store,
             self.index,
-            self._meta_for(name, state=CollectionState.BUILDING, dense=encoder),
+            self.collections.meta_for(name, state=CollectionState.BUILDING, dense=encoder),
             builder,
             drop_old=drop_old,
             configured_fingerprint=self.dense.fingerprint,

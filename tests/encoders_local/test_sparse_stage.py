@@ -21,7 +21,9 @@ QUERIES = ("queen of the honeybee colony", "how does TCP slow start grow the win
 
 
 def sparse_settings(data_dir: Path, model: Path, **extra: Any) -> Settings:
-    return Settings(data_dir=data_dir, sparse_provider="bge_m3", sparse_model=str(model), **extra)
+    # every kind on chunks (no sections): these tests drive learned sparse as a partial update of the chunks'
+    # points; on the sectioned default it goes onto the section points with bm25 (tests/faults covers that)
+    return Settings(section_max_chars=0, data_dir=data_dir, sparse_provider="bge_m3", sparse_model=str(model), **extra)
 
 
 def dense_view(engine: Engine, query: str) -> list[tuple[str, str, float]]:
@@ -30,7 +32,7 @@ def dense_view(engine: Engine, query: str) -> list[tuple[str, str, float]]:
 
 
 def test_sparse_stage_end_to_end(tmp_path: Path, corpus: Path, tiny_bge_m3: Path) -> None:
-    with Engine(Settings(data_dir=tmp_path / "plain")) as plain:
+    with Engine(Settings(section_max_chars=0, data_dir=tmp_path / "plain")) as plain:
         plain.ingest([corpus])
         expected = {q: dense_view(plain, q) for q in QUERIES}
         assert plain.store.list_index_meta()[0].sparse_model is None
@@ -94,7 +96,7 @@ def test_another_sparse_config_is_a_fingerprint_mismatch(tmp_path: Path, corpus:
             other.ingest([corpus])
 
     # turning the provider off keeps the collection readable; only sparse search is refused
-    with Engine(Settings(data_dir=data)) as off:
+    with Engine(Settings(section_max_chars=0, data_dir=data)) as off:
         assert off.search(QUERIES[0], user_id=1, set_id=1, mode="hybrid").hits
         with pytest.raises(RetrievalConfigurationError, match="sparse provider"):
             off.search(QUERIES[0], user_id=1, set_id=1, mode="sparse")
@@ -107,7 +109,9 @@ def test_a_collection_built_before_sparse_adopts_it(
     tmp_path: Path, corpus: Path, tiny_bge_m3: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     data = tmp_path / "d"
-    with Engine(Settings(data_dir=data)) as before:  # the shards are created without any sparse vector
+    with Engine(
+        Settings(section_max_chars=0, data_dir=data)
+    ) as before:  # the shards are created without any sparse vector
         before.ingest([corpus])
 
     (corpus / "tides.txt").write_text("Spring tides follow the new and the full moon.", encoding="utf-8")

@@ -1,0 +1,128 @@
+"""The collections of a deployment: which one reads and writes use, and the check that it fits the configured models.
+
+Opening a collection with another dense model, BM25 configuration or learned sparse model is a hard error that
+names the fix (seed 000 section 9.7); a collection is never filled with two vector spaces.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+
+from ragindex.encoders.protocol import DenseEncoder, SparseEncoder
+from ragindex.errors import FingerprintMismatchError
+from ragindex.store.protocol import CollectionStore
+from ragindex.store.records import IndexMeta
+from ragindex.store.states import CollectionState
+from ragindex.types import VectorKind
+
+log = logging.getLogger(__name__)
+
+
+class CollectionCatalog:
+    """The ACTIVE collection of a deployment and its fingerprint checks.
+
+    Args:
+        store: Where collections are recorded.
+        prefix: The name of the first collection.
+        backend: The index backend's name (recorded with each collection).
+        dense: Returns the dense encoder (its model loads lazily).
+        sparse: The sparse encoders by kind.
+    """
+
+    def __init__(
+        self,
+        store: CollectionStore,
+        *,
+        prefix: str,
+        backend: str,
+        dense: Callable[[], DenseEncoder],
+        sparse: Mapping[str, SparseEncoder],
+    ) -> None:
+        self.store = store
+        self.prefix = prefix
+        self.backend = backend
+        self._dense = dense
+        self.sparse = sparse
+
+    def read(self) -> str | None:
+        """The collection searches read (the ACTIVE one), checked against the configured models; None if empty."""
+        active = [m for m in self.store.list_index_meta() if m.state == CollectionState.ACTIVE]
+        if not active:
+            return None
+        self.check(active[0])
+        return active[0].collection
+
+    def write(self) -> str:
+        """The collection ingests write, created (and recorded as ACTIVE) on the first ingest."""
+        collection = self.read()
+        if collection is not None:
+            return collection
+        name = self.prefix
+        self.store.put_index_meta(self.meta_for(name, state=CollectionState.ACTIVE))
+        return name
+
+    def meta_for(self, collection: str, *, state: str, dense: DenseEncoder | None = None) -> IndexMeta:
+        """The metadata that records what builds ``collection``: the dense fingerprint and the sparse configs."""
+        encoder = dense or self._dense()
+        bm25 = self.sparse.get(VectorKind.BM25)
+        return IndexMeta(
+            collection=collection,
+            backend=self.backend,
+            state=state,
+            dense_fingerprint=encoder.fingerprint,
+            dense_dim=None,
+            sparse_model=self._sparse_name(),
+            bm25_config=getattr(bm25, "config", None),
+            chunker_config=None,
+        )
+
+    def _sparse_name(self) -> str | None:
+        """Name of the configured learned sparse encoder (recorded as ``index_meta.sparse_model``), or None."""
+        provider = self.sparse.get(VectorKind.SPARSE)
+        return provider.name if provider is not None else None
+
+    def _check_sparse_meta(self, meta: IndexMeta) -> None:
+        """A collection's learned sparse vectors come from one sparse model: never mix two in one collection.
+
+        A collection built before a sparse provider was configured adopts it (its shards always have the
+        ``sparse`` named vector); turning the provider off only disables sparse search.
+        """
+        name = self._sparse_name()
+        if name is None or meta.sparse_model == name:
+            return
+        if meta.sparse_model is not None:
+            raise FingerprintMismatchError(
+                f"collection {meta.collection!r} has sparse vectors built with {meta.sparse_model!r} but the "
+                f"configured sparse provider is {name!r}. Restore the RAGINDEX_SPARSE_* settings (provider, model, "
+                "top_k, min_weight), or build a new collection with `ragindex reindex --into NAME`.",
+                collection=meta.collection,
+            )
+        self.store.put_index_meta(replace(meta, sparse_model=name))
+        log.warning(
+            "collection %s now records sparse model %s; chunks indexed before get their sparse vectors on the "
+            "next ingest or repair",
+            meta.collection,
+            name,
+        )
+
+    def check(self, meta: IndexMeta) -> None:
+        """Refuse a collection built with other models or BM25 settings (the error names the fix)."""
+        fingerprint = self._dense().fingerprint
+        if meta.dense_fingerprint != fingerprint:
+            raise FingerprintMismatchError(
+                f"collection {meta.collection!r} was built with {meta.dense_fingerprint!r} but the configured dense "
+                f"model is {fingerprint!r}. Set RAGINDEX_DENSE_MODEL back, or build a new collection with "
+                "`ragindex reindex --into NAME` (searches keep using the old one until it is complete).",
+                collection=meta.collection,
+            )
+        bm25 = self.sparse.get(VectorKind.BM25)
+        expected = getattr(bm25, "config", None)
+        if bm25 is not None and meta.bm25_config is not None and dict(meta.bm25_config) != expected:
+            raise FingerprintMismatchError(
+                f"collection {meta.collection!r} has BM25 vectors built with {dict(meta.bm25_config)} but the "
+                f"settings give {expected}; restore the RAGINDEX_BM25_* settings or reindex into a new collection.",
+                collection=meta.collection,
+            )
+        self._check_sparse_meta(meta)
