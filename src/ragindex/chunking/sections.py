@@ -31,9 +31,7 @@ def with_sections(
         contextual: Give each row a context line (title, heading path) indexed in front of its text.
     """
     if max_chars <= 0:
-        return [
-            replace(d, context=context_line(document.title, d.section, d.text) if contextual else None) for d in drafts
-        ]
+        return [replace(d, context=_chunk_context(document, d) if contextual else None) for d in drafts]
     sections: list[ChunkDraft] = []
     chunks: list[ChunkDraft] = []
     run: list[ChunkDraft] = []
@@ -47,7 +45,7 @@ def with_sections(
         if run and (draft.section != run[0].section or draft.end_char - run[0].start_char > max_chars):
             close_run()
         run.append(draft)
-        context = context_line(document.title, draft.section, draft.text) if contextual else None
+        context = _chunk_context(document, draft) if contextual else None
         chunks.append(replace(draft, section_index=len(sections), context=context))
     close_run()
     return [*sections, *chunks]
@@ -62,6 +60,18 @@ def context_line(title: str | None, heading: str | None, text: str) -> str | Non
         parts = parts[1:]
     line = CONTEXT_SEPARATOR.join(parts)[:_MAX_CONTEXT_CHARS]
     return line or None
+
+
+def _chunk_context(document: Document, draft: ChunkDraft) -> str | None:
+    """A chunk's context line: only where it sits under a heading (the title alone is left out).
+
+    Measured on SciFact (one-section abstracts, no headings), the title in front of every chunk cost dense
+    retrieval 0.016 nDCG@10 (0.677 vs 0.693) and gained hybrid 0.002: a repeated prefix pulls a document's chunks
+    towards each other. A heading path is what tells a chunk of a long document where it is.
+    """
+    if not draft.section:
+        return None
+    return context_line(document.title, draft.section, draft.text)
 
 
 def _section(document: Document, run: Sequence[ChunkDraft], index: int, *, contextual: bool) -> ChunkDraft:

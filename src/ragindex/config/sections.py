@@ -107,7 +107,9 @@ class ChunkingSettings(SettingsSection):
         "unit); 0: no sections, every source scores chunks.",
     )
     contextual_chunks: bool = Field(
-        True, description="Index each chunk and section with its `Title > Heading` line in front (text returned as is)."
+        True,
+        description="Index each section, and each chunk under a heading, with its `Title > Heading` line in front "
+        "(the text returned is the original).",
     )
 
     @model_validator(mode="after")
