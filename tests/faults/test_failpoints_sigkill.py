@@ -72,7 +72,10 @@ def test_sigkill_then_repair_converges(tmp_path: Path, operation: str, point: st
     kind = point.split(".")[0]
     skip: set[int] = set()
     target = None
-    with Engine(settings(data)) as engine:
+    # editing a chunk touches bm25 only where bm25 is on the chunks (no sections): that layout for those cells
+    layout = {"section_max_chars": 0} if operation == "update_chunk" and kind == "bm25" else {}
+    env = {"RAGINDEX_SECTION_MAX_CHARS": "0"} if layout else {}
+    with Engine(settings(data, **layout)) as engine:
         warm_cache(engine, sorted(corpus.iterdir()), [NEW_CHUNK_TEXT], CHANGED.values())
         if operation != "ingest":
             engine.ingest([corpus])
@@ -88,11 +91,11 @@ def test_sigkill_then_repair_converges(tmp_path: Path, operation: str, point: st
         versions |= write_corpus(corpus, CHANGED)
     if target is not None and operation != "delete_document":
         skip.add(target.doc_id)  # a chunk was edited or deleted on purpose: no coverage check for it
-    _killed(run_cli(data, _command(operation, corpus, target), f"{point}=kill"))
+    _killed(run_cli(data, _command(operation, corpus, target), f"{point}=kill", extra_env=env))
 
-    with Engine(settings(data)) as engine:
-        # what the crash left behind
-        chunks = all_chunks(engine)
+    with Engine(settings(data, **layout)) as engine:
+        # what the crash left behind (sections included: bm25 is on them)
+        chunks = all_chunks(engine, unit=None)
         if kind in ("dense", "bm25"):
             assert any(c.status_of(kind) == "INDEXING" for c in chunks)
         if operation == "ingest" and kind == "chunking":
@@ -154,10 +157,8 @@ def test_sigkill_in_the_sparse_stage(tmp_path: Path, tiny_bge_m3: Path) -> None:
     env = {"RAGINDEX_SPARSE_PROVIDER": "bge_m3", "RAGINDEX_SPARSE_MODEL": str(tiny_bge_m3)}
     _killed(run_cli(data, ["ingest", str(corpus), "--json"], "sparse.before_mark_success=kill", extra_env=env))
     with Engine(settings(data, **extra)) as engine:
-        chunks = all_chunks(engine)
-        assert {(c.dense_status, c.bm25_status, c.sparse_status) for c in chunks} == {
-            ("SUCCESS", "SUCCESS", "INDEXING")
-        }
+        sections = all_chunks(engine, unit="section")  # learned sparse is written onto the section points
+        assert {(c.dense_status, c.bm25_status, c.sparse_status) for c in sections} == {(None, "SUCCESS", "INDEXING")}
         engine.repair(stale_seconds=0)
         assert_converged(engine, versions, files=list(CORPUS))
 
@@ -170,7 +171,10 @@ def test_sigkill_during_repair_then_repair_again_converges(tmp_path: Path, point
     """Repair is interrupted too: every chunk FAILED and one deleted chunk unpurged, ``ragindex repair`` killed."""
     corpus, data = tmp_path / "corpus", tmp_path / "data"
     versions = write_corpus(corpus)
-    with Engine(settings(data)) as engine:
+    # a bm25 copy waits for its point's dense write only where bm25 is on the chunks (no sections)
+    layout = {"section_max_chars": 0} if point.startswith("bm25") else {}
+    env = {"RAGINDEX_SECTION_MAX_CHARS": "0"} if layout else {}
+    with Engine(settings(data, **layout)) as engine:
         warm_cache(engine, sorted(corpus.iterdir()))
         faults.arm("dense.after_claim")
         engine.ingest([corpus])
@@ -180,8 +184,8 @@ def test_sigkill_during_repair_then_repair_again_converges(tmp_path: Path, point
         assert engine.delete_chunks([target.chunk_id])["purge_failed"] == 1
         faults.disarm_all()
         assert engine.store.removed_unpurged()
-    _killed(run_cli(data, ["repair", "--json"], f"{point}=kill"))
-    with Engine(settings(data)) as engine:
+    _killed(run_cli(data, ["repair", "--json"], f"{point}=kill", extra_env=env))
+    with Engine(settings(data, **layout)) as engine:
         assert engine.repair(dry_run=True, stale_seconds=0).found > 0
         report = engine.repair(stale_seconds=0)
         assert report.ok, report.to_dict()

@@ -334,7 +334,8 @@ class TruthStoreContract:
         ]
         by_id = {x.chunk_id: x for x in active}
         assert by_id[a1].dense_status == SUCCESS and by_id[a2].dense_status == SUCCESS, "kept chunks keep statuses"
-        assert by_id[a1].sparse_status == PENDING, "a kept chunk keeps its statuses even for a now disabled kind"
+        # a kept row takes the kinds enabled now: a kind no longer enabled is NULL (written again if it comes back)
+        assert by_id[a1].sparse_status is None and by_id[a1].bm25_status == PENDING
         assert by_id[c].dense_status == PENDING
         new = [by_id[i] for i in diff.added]
         assert all((x.dense_status, x.bm25_status, x.sparse_status) == (PENDING, PENDING, None) for x in new)
