@@ -214,8 +214,8 @@ class Retriever:
         latency["search"] = _ms(t0)
 
         t0 = time.perf_counter()
-        if not hybrid:  # one list: only its first sections can become hits (the margin covers ghosts)
-            lists = {source: items[: request.top_k + 10] for source, items in lists.items()}
+        if not hybrid:  # one lexical list: only its first sections can become hits (the margin covers ghosts)
+            lists = {s: items if s == VectorKind.DENSE else items[: request.top_k + 10] for s, items in lists.items()}
         ranked = self._chunk_lists(request.query, lists)
         weights = {s: w for s, w in self.rrf_weights.items() if s in ranked} or None
         fused = fuse(request.fusion, ranked, k=self.rrf_k, weights=weights) if hybrid else _single(ranked)
