@@ -221,17 +221,18 @@ class CollectionBuilder:
 
     def _write_sparse(self, bucket: int, kind: str, rows: Sequence[ChunkRow]) -> None:
         vectors = self.sparse[kind].encode_documents([r.indexed_text for r in rows])
+        owner = {r.chunk_id: r.owns_point(kind) for r in rows}
         pairs = list(zip(rows, vectors, strict=True))
         owned = [
             SparsePoint(r.chunk_id, user_id=r.user_id, set_id=r.set_id, doc_id=r.doc_id, vector=v)
             for r, v in pairs
-            if r.owns_point(kind)
+            if owner[r.chunk_id]
         ]
         if owned:  # sections: the lexical kind writes the whole point
             meta = self.store.get_index_meta(self.collection)
             dim = meta.dense_dim if meta is not None and meta.dense_dim else self.dense.encoder.dimension
             self.index.upsert_sparse(self.collection, bucket, kind, owned, dense_dim=dim)
-        updates = {r.chunk_id: v for r, v in pairs if not r.owns_point(kind)}
+        updates = {r.chunk_id: v for r, v in pairs if not owner[r.chunk_id]}
         if updates:
             self.index.update_sparse(self.collection, bucket, kind, updates)
 
