@@ -1,28 +1,37 @@
-"""Build a Chinese retrieval set in BEIR layout from the Simplified Chinese manual pages (``manpages-zh``).
+"""Build known-item retrieval sets in BEIR layout from Debian's manual pages, in Chinese or in English.
 
-Source: Debian's ``manpages-zh`` package (upstream https://github.com/man-pages-zh/manpages-zh), the
-Simplified Chinese translations under ``usr/share/man/zh_CN``. Licence: GFDL-1.2+ for the translations (a few
-pages carry their upstream licence, e.g. GPL-2.0 for ``kill.1``; see the package's ``copyright`` file). The data
-is generated on demand and never committed.
+Sources (Debian packages, fetched by ``apt-get download`` unless ``--source`` names .debs or extracted trees):
 
-Every manual page (symbolic links skipped) becomes one corpus record:
+* ``--lang zh``: ``manpages-zh`` (upstream https://github.com/man-pages-zh/manpages-zh), the Simplified Chinese
+  translations under ``usr/share/man/zh_CN``. Licence: GFDL-1.2+ (a few pages carry their upstream licence,
+  e.g. GPL-2.0 for ``kill.1``; see the package's ``copyright`` file).
+* ``--lang en``: ``manpages`` and ``manpages-dev`` (the Linux man-pages project, https://www.kernel.org/doc/man-pages/),
+  sections 1-8 under ``usr/share/man``. Licence: the per-page licences listed in the packages' ``copyright``
+  files (mostly "verbatim" and GPL variants), which allow this use.
+
+The data is generated on demand and never committed. Every manual page (symbolic links skipped) becomes one
+corpus record:
 
 * ``_id``: ``man<section>/<file name>`` (e.g. ``man1/ls.1``);
-* ``title``: the names of the ``NAME`` (名称) line, e.g. ``ls`` or ``at, batch, atq, atrm``;
+* ``title``: the names of the ``NAME`` line, e.g. ``ls`` or ``at, batch, atq, atrm``;
 * ``text``: the page rendered to plain text (roff requests and font escapes removed, section headings kept)
   **without** its ``NAME`` section, cut at a paragraph boundary after ``--max-chars`` characters.
 
-Each page whose ``NAME`` line has a Chinese description (at least ``--min-han`` Han characters) gives a query:
-that description, e.g. ``列出目录内容`` for ``ls``. The ``NAME`` line is removed from the page, so the answer has to
-be found through the words the page explains itself with (``列出指定“文件”（默认为当前目录）的信息`` ...), as a
-question about what a command does would be (about 8% of the descriptions still occur verbatim in their page).
-Pages sharing a description (``dir``, ``vdir`` and ``ls``) are all relevant to it (grade 1). Spaces that older
-translations put between Chinese words (``以 特定 根 目录``) are removed in queries and pages alike.
+Each page whose ``NAME`` line has a description long enough (zh: at least ``--min-han`` Han characters; en: at
+least ``--min-words`` words) gives a query: that description, e.g. ``列出目录内容`` or ``get file status``. The
+``NAME`` line is removed from the page, so the answer has to be found through the words the page explains itself
+with, as a question about what a command or function does would be. Pages sharing a description (``dir``,
+``vdir`` and ``ls``) are all relevant to it (grade 1). Spaces that older Chinese translations put between words
+(``以 特定 根 目录``) are removed in queries and pages alike.
+
+The English set is a second collection of a different genre than SciFact (long technical pages with headings,
+short queries) for choosing retrieval defaults on more than one dataset; the Chinese one checks the language guard.
 
 Usage::
 
-    .venv/bin/python -m bench.zh_dataset [OUT_DIR]          # default /tmp/ragindex-zh; runs `apt-get download`
-    .venv/bin/python -m bench.zh_dataset OUT_DIR --source manpages-zh_1.6.4.0-1_all.deb   # or an extracted tree
+    .venv/bin/python -m bench.manpages zh [OUT_DIR]          # default /tmp/ragindex-zh
+    .venv/bin/python -m bench.manpages en [OUT_DIR]          # default /tmp/ragindex-man-en
+    .venv/bin/python -m bench.manpages zh OUT_DIR --source manpages-zh_1.6.4.0-1_all.deb   # or an extracted tree
     .venv/bin/ragindex --data-dir /tmp/zh-eval eval OUT_DIR --modes dense,bm25,hybrid,hybrid:dbsf --json
 """
 
@@ -38,8 +47,20 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-PACKAGE = "manpages-zh"
-DEFAULT_OUT = Path("/tmp/ragindex-zh")
+
+@dataclass(frozen=True, slots=True)
+class Language:
+    """Where a language's pages come from and which descriptions make queries."""
+
+    packages: tuple[str, ...]
+    man_dir: str  # below the package root
+    default_out: Path
+
+
+LANGUAGES = {
+    "zh": Language(("manpages-zh",), "usr/share/man/zh_CN", Path("/tmp/ragindex-zh")),
+    "en": Language(("manpages", "manpages-dev"), "usr/share/man", Path("/tmp/ragindex-man-en")),
+}
 NAME_HEADINGS = ("名称", "名字", "名 称", "命令名", "NAME")
 
 _FONT = re.compile(r"\\f(?:\(..|\[[^]]*]|.)")
@@ -182,10 +203,10 @@ def cut(text: str, max_chars: int) -> str:
     return text if end < 0 else text[:end]
 
 
-def man_pages(root: Path) -> Iterator[tuple[str, str]]:
-    """``(page id, roff source)`` of every regular ``zh_CN`` page under an extracted package tree."""
-    base = next((p for p in (root / "usr/share/man/zh_CN", root / "zh_CN", root) if p.is_dir()), root)
-    for path in sorted(base.glob("man*/*.gz")):
+def man_pages(root: Path, man_dir: str) -> Iterator[tuple[str, str]]:
+    """``(page id, roff source)`` of every regular page under an extracted package tree's ``man_dir``."""
+    base = next((p for p in (root / man_dir, root) if p.is_dir()), root)
+    for path in sorted(base.glob("man[1-8]/*.gz")):
         if path.is_symlink():
             continue
         yield (
@@ -194,24 +215,33 @@ def man_pages(root: Path) -> Iterator[tuple[str, str]]:
         )
 
 
-def extract(source: Path | None, scratch: Path) -> Path:
-    """The package tree: ``source`` if it is a directory, else the .deb (given, or fetched by `apt-get download`)."""
-    if source is not None and source.is_dir():
-        return source
-    if source is None:
-        subprocess.run(["apt-get", "download", PACKAGE], cwd=scratch, check=True, capture_output=True)
-        source = next(scratch.glob(f"{PACKAGE}_*.deb"))
+def extract(language: Language, sources: list[Path], scratch: Path) -> Path:
+    """One tree holding the language's packages: ``sources`` (.debs or one extracted tree) or `apt-get download`."""
+    if len(sources) == 1 and sources[0].is_dir():
+        return sources[0]
+    if not sources:
+        subprocess.run(["apt-get", "download", *language.packages], cwd=scratch, check=True, capture_output=True)
+        sources = [next(scratch.glob(f"{package}_*.deb")) for package in language.packages]
     tree = scratch / "tree"
-    subprocess.run(["dpkg-deb", "-x", str(source), str(tree)], check=True)
+    for deb in sources:
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(tree)], check=True)
     return tree
 
 
-def build(tree: Path, out: Path, *, max_chars: int, min_han: int) -> dict[str, int]:
+def is_query(description: str, *, lang: str, min_han: int, min_words: int) -> bool:
+    """Whether a NAME description is specific enough to be a query (short ones like ``ls`` are not)."""
+    if lang == "zh":
+        return len(_HAN_CHAR.findall(description)) >= min_han
+    return len(description.split()) >= min_words
+
+
+def build(tree: Path, out: Path, *, lang: str, max_chars: int, min_han: int, min_words: int) -> dict[str, int]:
     """Write ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/test.tsv`` under ``out``; return counts."""
-    pages = [p for page_id, source in man_pages(tree) if (p := parse_page(page_id, source)) and p.body]
+    sources = man_pages(tree, LANGUAGES[lang].man_dir)
+    pages = [p for page_id, source in sources if (p := parse_page(page_id, source)) and p.body]
     by_description: dict[str, list[str]] = {}
     for page in pages:
-        if len(_HAN_CHAR.findall(page.description)) >= min_han:
+        if is_query(page.description, lang=lang, min_han=min_han, min_words=min_words):
             by_description.setdefault(page.description, []).append(page.page_id)
     out.mkdir(parents=True, exist_ok=True)
     (out / "qrels").mkdir(exist_ok=True)
@@ -232,17 +262,23 @@ def build(tree: Path, out: Path, *, max_chars: int, min_han: int) -> dict[str, i
 
 
 def main() -> None:
-    """Command line: ``python -m bench.zh_dataset [OUT_DIR] [--source DEB_OR_DIR]``."""
+    """Command line: ``python -m bench.manpages {zh,en} [OUT_DIR] [--source DEB_OR_DIR ...]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("out", nargs="?", type=Path, default=DEFAULT_OUT, help=f"output directory ({DEFAULT_OUT})")
-    parser.add_argument("--source", type=Path, help=f"{PACKAGE} .deb or extracted tree (default: apt-get download)")
+    parser.add_argument("lang", choices=sorted(LANGUAGES), help="zh: manpages-zh; en: manpages + manpages-dev")
+    parser.add_argument("out", nargs="?", type=Path, help="output directory (default /tmp/ragindex-<set>)")
+    parser.add_argument("--source", type=Path, action="append", default=[], help=".deb(s) or one extracted tree")
     parser.add_argument("--max-chars", type=int, default=4000, help="cut each page after this many characters")
-    parser.add_argument("--min-han", type=int, default=4, help="Han characters a description needs to be a query")
+    parser.add_argument("--min-han", type=int, default=4, help="zh: Han characters a description needs")
+    parser.add_argument("--min-words", type=int, default=3, help="en: words a description needs")
     args = parser.parse_args()
+    language = LANGUAGES[args.lang]
+    out = args.out or language.default_out
     with tempfile.TemporaryDirectory() as scratch:
-        tree = extract(args.source, Path(scratch))
-        counts = build(tree, args.out, max_chars=args.max_chars, min_han=args.min_han)
-    print(json.dumps({"out": str(args.out), **counts}))
+        tree = extract(language, args.source, Path(scratch))
+        counts = build(
+            tree, out, lang=args.lang, max_chars=args.max_chars, min_han=args.min_han, min_words=args.min_words
+        )
+    print(json.dumps({"out": str(out), **counts}))
 
 
 if __name__ == "__main__":
