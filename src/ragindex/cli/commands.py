@@ -51,7 +51,7 @@ def ingest(
                 return report
             with _IngestProgress() as progress:
                 report = engine.ingest(paths, **options, progress=progress.update)
-            console.print(ingest_table(report))
+            console.print(ingest_table(report), soft_wrap=True)  # one line per failure, whatever its length
         return report
 
     report = guarded(body)
