@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from ragindex.cli.app import app, err, guarded, load_settings, say
+from ragindex.cli.signals import stops
 from ragindex.errors import ConfigurationError
 
 
@@ -66,6 +67,7 @@ def encoder_server(
             markup=False,
             highlight=False,
         )
+        stops.restore()  # uvicorn stops gracefully on SIGINT/SIGTERM and exits 0
         uvicorn.run(create_encoder_app(dense, sparse, api_key=key), host=host, port=port, log_level="warning")
 
     guarded(body)

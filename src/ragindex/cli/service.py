@@ -11,6 +11,7 @@ from rich.table import Table
 
 from ragindex.cli.app import app, console, emit_json, guarded, load_settings
 from ragindex.cli.render import cell, clean
+from ragindex.cli.signals import stops
 from ragindex.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ def serve(
             raise ConfigurationError(
                 f"the HTTP service needs its extra: pip install 'ragindex[service]' ({exc})"
             ) from exc
+        stops.restore()  # uvicorn stops gracefully on SIGINT/SIGTERM and exits 0
         uvicorn.run(create_app(load_settings()), host=host, port=port, log_level=log_level)
 
     guarded(body)

@@ -17,6 +17,7 @@ import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import Any
 
 from ragindex.errors import EXIT_SIGINT, EXIT_SIGTERM
 
@@ -54,11 +55,22 @@ class StopSignals:
         self.pending: int | None = None
         self._safe_sections = 0
         self._stopping = False
+        self._previous: dict[int, Any] = {}
 
     def install(self) -> None:
         """Handle SIGINT and SIGTERM in this process (the main thread: signal handlers run there)."""
         for signum in _EXIT_CODES:
-            signal.signal(signum, self._on_signal)
+            self._previous[signum] = signal.signal(signum, self._on_signal)
+
+    def restore(self) -> None:
+        """Give SIGINT and SIGTERM back to the handlers from before :meth:`install`.
+
+        For the servers (``serve``, ``encoder-server``): uvicorn shuts down gracefully on either
+        signal, exits 0, and then re-raises the signal to the handler it found.
+        """
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
 
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         if self._stopping:
