@@ -125,17 +125,18 @@ def _wait_until_a_batch_is_indexed(db: Path, proc: subprocess.Popen[str]) -> Non
     raise AssertionError(f"no chunk was indexed (exit code {proc.poll()})")
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_a_signal_stops_ingest_cleanly(tmp_path: Path, signum: signal.Signals) -> None:
+@pytest.mark.parametrize(
+    ("signum", "output"), [(signal.SIGINT, "--table"), (signal.SIGTERM, "--json")], ids=["SIGINT", "SIGTERM-json"]
+)
+def test_a_signal_stops_ingest_cleanly(tmp_path: Path, signum: signal.Signals, output: str) -> None:
     folder = write_files(tmp_path / "notes", MANY_DOCS)
     data = tmp_path / "data"
-    proc = subprocess.Popen(
-        [CLI, "ingest", str(folder)], env=_env(data, {}), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    args = [CLI, "ingest", str(folder), *(["--json"] if output == "--json" else [])]
+    proc = subprocess.Popen(args, env=_env(data, {}), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _wait_until_a_batch_is_indexed(data / "ragindex.db", proc)
         proc.send_signal(signum)
-        _out, err = proc.communicate(timeout=600)
+        out, err = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -144,6 +145,8 @@ def test_a_signal_stops_ingest_cleanly(tmp_path: Path, signum: signal.Signals) -
     assert "Traceback (most recent call last)" not in err
     last = err.strip().splitlines()[-1]
     assert last.startswith("interrupted (") and last.endswith("run the same command again to finish"), err
+    if output == "--json":
+        assert out == ""  # no half report for a script to parse
     counts = _chunk_counts(data / "ragindex.db")
     assert counts.get("INDEXING", 0) == 0, counts  # it stopped between batches: no claim left behind
     assert counts.get("PENDING", 0) > 0, counts  # ... before the end of the ingest
@@ -155,6 +158,33 @@ def test_a_signal_stops_ingest_cleanly(tmp_path: Path, signum: signal.Signals) -
         verify = ragindex_cli(data, "verify", "--json")
         assert verify.returncode == 0 and json.loads(verify.stdout)["ok"], verify.stdout
         assert set(_chunk_counts(data / "ragindex.db")) == {"SUCCESS"}
+
+
+def test_commands_that_leave_items_failed_exit_8(tmp_path: Path, corpus: Path) -> None:
+    """update-chunk, reindex --chunk-id and delete exit 8 when a copy could not be written or purged; repair then 0."""
+    data = tmp_path / "data"
+    assert ragindex_cli(data, "ingest", str(corpus)).returncode == 0
+    hit = json.loads(ragindex_cli(data, "search", "honeybee queen", "--mode", "bm25", "--json").stdout)["hits"][0]
+    chunk = hit["chunk_id"]
+    fail_dense = {"RAGINDEX_FAILPOINTS": "dense.after_encode=raise"}
+
+    update = ragindex_cli(
+        data, "update-chunk", chunk, "--text", "Bumblebees nest in the ground.", "--json", **fail_dense
+    )
+    assert update.returncode == EXIT_PARTIAL and json.loads(update.stdout)["ok"] is False, update.stderr
+    reindex = ragindex_cli(data, "reindex", "--chunk-id", chunk, "--json", **fail_dense)
+    assert reindex.returncode == EXIT_PARTIAL and json.loads(reindex.stdout)["failed"]["dense"] == 1
+    assert ragindex_cli(data, "verify").returncode == 1
+
+    repair = ragindex_cli(data, "repair", "--json")
+    assert repair.returncode == 0 and json.loads(repair.stdout)["ok"], repair.stdout
+    assert ragindex_cli(data, "verify").returncode == 0
+
+    delete = ragindex_cli(
+        data, "delete", "--chunk-id", chunk, "--json", RAGINDEX_FAILPOINTS="purge.before_index_delete=raise"
+    )
+    assert delete.returncode == EXIT_PARTIAL and json.loads(delete.stdout)["purge_failed"] == 1
+    assert ragindex_cli(data, "repair").returncode == 0
 
 
 def _assert_no_foreign_escapes(output: str) -> None:
