@@ -172,7 +172,7 @@ def handle_failure(exc: BaseException) -> int | None:
     if isinstance(exc, KeyboardInterrupt):  # no handler installed (a library caller or a test runner)
         exc = Interrupted(signal.SIGINT)
     if isinstance(exc, Interrupted):
-        say(exc.message(), "yellow")
+        say(exc.message, "yellow")
         return exc.exit_code
     if isinstance(exc, RagindexError) and exc.exit_code != EXIT_CRASH:
         say(f"error: {exc.message}", "red")

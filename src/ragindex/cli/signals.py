@@ -32,20 +32,21 @@ class Interrupted(BaseException):
 
     Args:
         signum: The signal that asked for the stop.
+
+    Attributes:
+        exit_code: 130 for SIGINT, 143 for SIGTERM (128 + the signal number).
+        message: The one line the CLI prints on stderr.
     """
 
     def __init__(self, signum: int) -> None:
         self.signum = signum
         self.name = signal.Signals(signum).name
         self.exit_code = _EXIT_CODES.get(signal.Signals(signum), 128 + signum)
-        super().__init__(f"stopped by {self.name}")
-
-    def message(self) -> str:
-        """The one line printed on stderr."""
-        how = "Ctrl-C, SIGINT" if self.signum == signal.SIGINT else self.name
-        return (
+        how = "Ctrl-C, SIGINT" if signum == signal.SIGINT else self.name
+        self.message = (
             f"interrupted ({how}): stopped cleanly, the work done so far is kept; run the same command again to finish"
         )
+        super().__init__(self.message)
 
 
 class StopSignals:
