@@ -30,3 +30,30 @@ def write_files(folder: Path, files: Mapping[str, str]) -> Path:
     for name, text in files.items():
         (folder / name).write_text(text, encoding="utf-8")
     return folder
+
+
+def _generated_note(i: int) -> str:
+    words = (
+        "river",
+        "copper",
+        "violin",
+        "orbit",
+        "glacier",
+        "harbor",
+        "lantern",
+        "meadow",
+        "quartz",
+        "falcon",
+        "ember",
+    )
+    sentences = [
+        f"Note {i} line {j}: the {words[(i + j) % 11]} and the {words[(i * 3 + j) % 11]} met near "
+        f"the {words[(i * 7 + j * 5) % 11]} at mile {i * 100 + j}, where the {words[(j * 2 + 1) % 11]} ends."
+        for j in range(12)
+    ]
+    return " ".join(sentences)
+
+
+# eighty generated documents of about 1,200 characters, three chunks each at the default chunk size: with the
+# default batch of 64 the dense stage runs several batches, so an ingest is still embedding after its first one
+MANY_DOCS = {f"note{i:03}.txt": _generated_note(i) for i in range(80)}

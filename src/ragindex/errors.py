@@ -6,11 +6,21 @@ backend, encoder failure, broken invariant, missing object) so that the CLI and
 the HTTP service can map them to exit codes and statuses in one place. Foreign
 exceptions are translated by the adapter that owns them and kept as
 ``__cause__``. Messages name the fix.
+
+The exit codes of the ``ragindex`` command are the families' ``exit_code`` plus the few outcomes
+that are not errors (:func:`exit_codes` lists them all; the README table is checked against it).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+EXIT_OK = 0
+EXIT_MISMATCH = 1
+EXIT_PARTIAL = 8
+EXIT_CRASH = 70  # EX_SOFTWARE of sysexits.h: an internal error, never confused with a domain outcome
+EXIT_SIGINT = 130  # 128 + the signal number, as shells report a process stopped by it
+EXIT_SIGTERM = 143
 
 
 class RagindexError(Exception):
@@ -21,7 +31,7 @@ class RagindexError(Exception):
         **context: Structured context (chunk_id, stage, backend, field, ...).
     """
 
-    exit_code: int = 1
+    exit_code: int = EXIT_CRASH  # an error outside every family is a bug, like any unexpected exception
     http_status: int = 500
 
     def __init_subclass__(cls, *, exit_code: int | None = None, http_status: int | None = None, **kw: Any) -> None:
@@ -124,3 +134,26 @@ class RetrievalBackendError(RetrievalError, BackendError):
 
 class RetrievalEncodingError(RetrievalError, EncodingError):
     """The query could not be encoded."""
+
+
+def exit_codes() -> dict[int, str]:
+    """Every exit code of the ``ragindex`` command and what it means, in order.
+
+    The error families give theirs (``exit_code`` on the class); the rest are outcomes of the commands.
+    """
+    codes = {
+        EXIT_OK: "ok: everything asked for was done",
+        EXIT_MISMATCH: "`verify` found the index and the truth store differ (run `ragindex repair`)",
+        InputError.exit_code: "bad usage or input (the message names the field or the file)",
+        ConfigurationError.exit_code: "configuration: an invalid setting, a missing extra or model",
+        BackendError.exit_code: "a store or index backend failed, or another process owns the embedded index",
+        EncodingError.exit_code: "an encoder (dense, sparse, reranker) failed",
+        IntegrityError.exit_code: "integrity: e.g. the index was built with another model",
+        NotFoundError.exit_code: "not found: the document, chunk or collection does not exist",
+        EXIT_PARTIAL: "partial: some documents or chunks failed; they are listed, the rest is done "
+        "(`ingest`, `repair`, `reindex`, `update-chunk`, `delete`)",
+        EXIT_CRASH: "unexpected error (a bug): one line on stderr names the log file with the traceback",
+        EXIT_SIGINT: "stopped by SIGINT (Ctrl-C); run the same command again to finish",
+        EXIT_SIGTERM: "stopped by SIGTERM; run the same command again to finish",
+    }
+    return dict(sorted(codes.items()))

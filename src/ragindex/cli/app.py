@@ -1,24 +1,45 @@
 """The Typer application: thin commands that parse input, call one Engine method and render the result.
 
-Exit codes map from the error hierarchy: 0 ok, 1 verify mismatch or unexpected error,
-2 bad usage or input, 3 configuration, 4 backend (or index locked), 5 encoding,
-6 integrity, 7 not found.
+Exit codes map from the error hierarchy (``ragindex.errors.exit_codes()``; a test holds this list and
+the README's table to it):
+
+    0    ok: everything asked for was done
+    1    `verify` found the index and the truth store differ (run `ragindex repair`)
+    2    bad usage or input (the message names the field or the file)
+    3    configuration: an invalid setting, a missing extra or model
+    4    a store or index backend failed, or another process owns the embedded index
+    5    an encoder (dense, sparse, reranker) failed
+    6    integrity: e.g. the index was built with another model
+    7    not found: the document, chunk or collection does not exist
+    8    partial: some documents or chunks failed; they are listed, the rest is done
+         (`ingest`, `repair`, `reindex`, `update-chunk`, `delete`)
+    70   unexpected error (a bug): one line on stderr names the log file with the traceback
+    130  stopped by SIGINT (Ctrl-C); run the same command again to finish
+    143  stopped by SIGTERM; run the same command again to finish
+
+Human output goes through ``render.clean`` (no terminal control characters from documents or
+file names); ``--json`` output is the exact data.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import signal
 import sys
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
+import click
 import typer
 from rich.console import Console
 
-from ragindex.errors import ConfigurationError, RagindexError
+from ragindex.cli.render import clean
+from ragindex.cli.signals import Interrupted
+from ragindex.errors import EXIT_CRASH, ConfigurationError, RagindexError
 
 if TYPE_CHECKING:
     from ragindex.config.settings import Settings
@@ -44,18 +65,52 @@ class _State:
 state = _State()
 
 
+def package_version() -> str:
+    """The installed ragindex version (from the package metadata)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ragindex")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        from ragindex import __version__
+
+        return __version__
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"ragindex {package_version()}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _global(
     data_dir: Annotated[
         Path | None, typer.Option("--data-dir", help="Data directory (overrides RAGINDEX_DATA_DIR).")
     ] = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress details.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Log progress details; print the traceback of a crash.")
+    ] = False,
+    _version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
 ) -> None:
     state.data_dir = data_dir
     state.verbose = verbose
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
-    )
+    handler = logging.StreamHandler()
+    handler.setFormatter(_CleanFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
+
+
+class _CleanFormatter(logging.Formatter):
+    """Log lines on the terminal through ``render.clean``: a logged file name cannot carry escape sequences."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return clean(super().formatMessage(record))
+
+    def formatException(self, ei: Any) -> str:
+        return clean(super().formatException(ei), multiline=True)
 
 
 def load_settings(**overrides: Any) -> Settings:
@@ -91,21 +146,71 @@ def emit_json(payload: Any) -> None:
 
 
 def guarded(fn: Callable[[], T]) -> T:
-    """Run a command body, mapping RagindexError to its message and exit code."""
+    """Run a command body; a failure becomes one line on stderr and its exit code (see the module docstring)."""
     try:
         return fn()
-    except RagindexError as exc:
-        err.print(f"error: {exc.message}", style="red", markup=False, highlight=False)
-        raise typer.Exit(exc.exit_code) from exc
+    except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+        raise
+    except BaseException as exc:
+        code = handle_failure(exc)
+        if code is None:
+            raise
+        raise typer.Exit(code) from exc
+
+
+def say(line: str, style: str = "") -> None:
+    """Print one line on stderr, cleaned (see ``render.clean``) and never wrapped."""
+    err.print(clean(line), style=style, markup=False, highlight=False, soft_wrap=True)
+
+
+def handle_failure(exc: BaseException) -> int | None:
+    """Report ``exc`` on stderr and return the exit code (None: not ours to handle, e.g. SystemExit).
+
+    A domain error prints its message; a stop by signal prints how to finish; anything else is a
+    crash: its traceback goes to a log file (and to stderr with ``--verbose``), the terminal gets one line.
+    """
+    if isinstance(exc, KeyboardInterrupt):  # no handler installed (a library caller or a test runner)
+        exc = Interrupted(signal.SIGINT)
+    if isinstance(exc, Interrupted):
+        say(exc.message, "yellow")
+        return exc.exit_code
+    if isinstance(exc, RagindexError) and exc.exit_code != EXIT_CRASH:
+        say(f"error: {exc.message}", "red")
+        return exc.exit_code
+    if not isinstance(exc, Exception):
+        return None
+    from ragindex.cli.crash import crash_line, write_crash_log
+
+    log = write_crash_log(exc, _data_dir())
+    if state.verbose or log is None:
+        traceback.print_exception(exc, file=sys.stderr)
+    say(crash_line(exc, log), "red")
+    return EXIT_CRASH
+
+
+def _data_dir() -> Path | None:
+    try:
+        return load_settings().data_dir
+    except Exception:  # the settings may be what is broken
+        return state.data_dir
 
 
 def run() -> None:
-    """Run the CLI (registers the command modules first)."""
-    from ragindex.cli import commands  # noqa: F401 - registers the commands
-    from ragindex.cli import encoder_server as _encoder_server  # noqa: F401 - encoder-server
-    from ragindex.cli import eval as _eval  # noqa: F401
-    from ragindex.cli import manage as _manage  # noqa: F401 - repair, reindex, delete, update-chunk
-    from ragindex.cli import service as _service  # noqa: F401 - serve, keys
-    from ragindex.cli import worker as _worker  # noqa: F401 - worker
+    """Run the CLI: SIGINT/SIGTERM become a clean stop, then the command modules are registered and run."""
+    from ragindex.cli.signals import stops
 
-    app()
+    stops.install()
+    try:
+        from ragindex.cli import commands  # noqa: F401 - registers the commands
+        from ragindex.cli import encoder_server as _encoder_server  # noqa: F401 - encoder-server
+        from ragindex.cli import eval as _eval  # noqa: F401
+        from ragindex.cli import manage as _manage  # noqa: F401 - repair, reindex, delete, update-chunk
+        from ragindex.cli import service as _service  # noqa: F401 - serve, keys
+        from ragindex.cli import worker as _worker  # noqa: F401 - worker
+
+        app()
+    except BaseException as exc:  # outside a command body: option callbacks, imports, click itself
+        code = handle_failure(exc)
+        if code is None:
+            raise
+        sys.exit(code)

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ragindex.cli.app import app, console, emit_json, engine_for, guarded
 from ragindex.cli.render import ingest_table, search_table, status_table, verify_table
+from ragindex.cli.signals import stops
+from ragindex.errors import EXIT_MISMATCH, EXIT_PARTIAL
+
+if TYPE_CHECKING:
+    from ragindex.pipeline.sync import IngestReport
 
 UserId = Annotated[int, typer.Option("--user-id", help="Tenant (positive integer).")]
 SetId = Annotated[int, typer.Option("--set-id", help="Document set (positive integer).")]
@@ -29,31 +34,34 @@ def ingest(
     resume: Annotated[bool, typer.Option("--resume", help="Also re-parse documents whose last run failed.")] = False,
     as_json: Json = False,
 ) -> None:
-    """Sync files and folders into a set: unchanged files are skipped, only new chunks are embedded."""
+    """Sync files and folders into a set: unchanged files are skipped, only new chunks are embedded.
 
-    def body() -> None:
-        with engine_for(chunker=chunker) as engine:
+    Exit code 8 (partial) when a document or a chunk failed: the failures are listed (and under
+    "failures" in --json), everything else is indexed. Ctrl-C or SIGTERM stops after the current
+    file or batch: exit code 130 or 143, and the same command finishes the work.
+    """
+
+    def body() -> IngestReport:
+        with engine_for(chunker=chunker) as engine, stops.safe_points():
+            options: dict[str, Any] = {"user_id": user_id, "set_id": set_id, "full": full}
+            options.update(keep_missing=keep_missing, resume=resume)
             if as_json:
-                report = engine.ingest(
-                    paths, user_id=user_id, set_id=set_id, full=full, keep_missing=keep_missing, resume=resume
-                )
+                report = engine.ingest(paths, **options, progress=lambda _event, _data: stops.checkpoint())
                 emit_json(report.to_dict())
-                return
+                return report
             with _IngestProgress() as progress:
-                report = engine.ingest(
-                    paths,
-                    user_id=user_id,
-                    set_id=set_id,
-                    full=full,
-                    keep_missing=keep_missing,
-                    resume=resume,
-                    progress=progress.update,
-                )
-            console.print(ingest_table(report))
-        if report.failures:
-            raise typer.Exit(0)
+                report = engine.ingest(paths, **options, progress=progress.update)
+            console.print(ingest_table(report), soft_wrap=True)  # one line per failure, whatever its length
+        return report
 
-    guarded(body)
+    report = guarded(body)
+    if ingest_failed(report):
+        raise typer.Exit(EXIT_PARTIAL)
+
+
+def ingest_failed(report: IngestReport) -> bool:
+    """Whether some document or chunk of the ingest failed (exit code 8)."""
+    return bool(report.failures) or report.documents.get("failed", 0) > 0 or report.chunks.get("failed", 0) > 0
 
 
 class _IngestProgress:
@@ -82,6 +90,11 @@ class _IngestProgress:
         self.progress.__exit__(None, None, None)
 
     def update(self, event: str, data: dict[str, Any]) -> None:
+        """Show a progress event; every event is a safe point to stop at (no claim is held)."""
+        self._show(event, data)
+        stops.checkpoint()
+
+    def _show(self, event: str, data: dict[str, Any]) -> None:
         if event == "discovered":
             self.tasks["files"] = self.progress.add_task("files", total=data["files"], rate="")
         elif event == "file" and "files" in self.tasks:
@@ -198,4 +211,4 @@ def verify(as_json: Json = False) -> None:
         return report.ok
 
     if not guarded(body):
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_MISMATCH)

@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ragindex.cli.app import app, err, guarded, load_settings
+from ragindex.cli.app import app, err, guarded, load_settings, say
+from ragindex.cli.signals import stops
 from ragindex.errors import ConfigurationError
 
 
@@ -56,7 +57,7 @@ def encoder_server(
             settings.encoder_server_api_key.get_secret_value() if settings.encoder_server_api_key else None
         )
         if key is None and not _is_loopback(host):
-            err.print(f"warning: serving on {host} without an API key (--api-key)", style="yellow", markup=False)
+            say(f"warning: serving on {host} without an API key (--api-key)", "yellow")
         dimension = dense.dimension  # load the models now, not on the first request
         if sparse is not None:
             sparse.encode_documents(["warm up"])
@@ -66,6 +67,7 @@ def encoder_server(
             markup=False,
             highlight=False,
         )
+        stops.restore()  # uvicorn stops gracefully on SIGINT/SIGTERM and exits 0
         uvicorn.run(create_encoder_app(dense, sparse, api_key=key), host=host, port=port, log_level="warning")
 
     guarded(body)

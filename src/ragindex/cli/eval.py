@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ragindex.cli.app import app, console, emit_json, engine_for, err, guarded
+from ragindex.cli.render import clean
 
 if TYPE_CHECKING:
     from ragindex.pipeline.sync import IngestReport
@@ -55,6 +56,6 @@ def eval_command(
         if as_json:
             emit_json(eval_json(results))
         else:
-            console.print(eval_table(results, title=f"eval {dataset_dir.name}"))
+            console.print(eval_table(results, title=clean(f"eval {dataset_dir.name}")))
 
     guarded(body)

@@ -8,9 +8,12 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from ragindex.cli.app import app, console, emit_json, engine_for, guarded
-from ragindex.errors import InputError
+from ragindex.cli.render import cell
+from ragindex.cli.signals import stops
+from ragindex.errors import EXIT_PARTIAL, InputError
 
 Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 ChunkIds = Annotated[list[str] | None, typer.Option("--chunk-id", help="Chunk id (repeatable, or comma separated).")]
@@ -37,11 +40,17 @@ def _show(title: str, payload: Mapping[str, Any]) -> None:
         if value in (None, [], {}, ""):
             continue
         if isinstance(value, Mapping):
-            value = ", ".join(f"{k}={v}" for k, v in value.items()) or "-"
+            table.add_row(cell(key), cell(", ".join(f"{k}={v}" for k, v in value.items()) or "-"))
         elif isinstance(value, list):
-            value = "\n".join(str(v) for v in value[:10])
-        table.add_row(key, str(value))
+            table.add_row(cell(key), Text("\n").join(cell(v) for v in value[:10]))
+        else:
+            table.add_row(cell(key), cell(value))
     console.print(table)
+
+
+def _checkpoint(_kind: str, _copies: int) -> None:
+    """After each batch of a long command: a safe point to stop at on Ctrl-C or SIGTERM."""
+    stops.checkpoint()
 
 
 @app.command()
@@ -52,7 +61,7 @@ def repair(
     """Converge the index to the truth store: stale claims, failed copies, unpurged deletes, missing copies, orphans.
 
     FAILED chunks that reached RAGINDEX_MAX_ATTEMPTS are left alone (retry them with `reindex --failed`).
-    Exit code 1 when something could not be repaired.
+    Exit code 8 (partial) when something could not be repaired.
     """
 
     def body() -> bool:
@@ -66,7 +75,7 @@ def repair(
         return report.ok
 
     if not guarded(body):
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_PARTIAL)
 
 
 @app.command()
@@ -93,9 +102,11 @@ def reindex(
     """Explicit reindex: --failed, --chunk-id ID..., or --into NAME [--model M] [--drop-old].
 
     --into builds NAME while searches keep using the current collection, then switches atomically;
-    an interrupted build stays BUILDING and the same command resumes it. With the same model the
-    embedding cache is reused (nothing is re-embedded). With --model M the new collection holds M's
-    vectors: set RAGINDEX_DENSE_MODEL=M for every process (CLI, service, workers) after the switch.
+    an interrupted build stays BUILDING and the same command resumes it (Ctrl-C stops after the current
+    batch). With the same model the embedding cache is reused (nothing is re-embedded). With --model M
+    the new collection holds M's vectors: set RAGINDEX_DENSE_MODEL=M for every process (CLI, service,
+    workers) after the switch. --failed and --chunk-id exit with code 8 (partial) when a chunk could
+    not be indexed.
     """
     ids = _ids(chunk_id)
 
@@ -106,7 +117,8 @@ def reindex(
         with engine_for() as engine:
             if mode == "--into":
                 assert into is not None
-                payload = engine.reindex_into(into, model=model, drop_old=drop_old).to_dict()
+                with stops.safe_points():
+                    payload = engine.reindex_into(into, model=model, drop_old=drop_old, progress=_checkpoint).to_dict()
                 ok = True
             else:
                 payload = engine.reindex_failed() if mode == "--failed" else engine.reindex_chunks(ids)
@@ -118,7 +130,7 @@ def reindex(
         return ok
 
     if not guarded(body):
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_PARTIAL)
 
 
 @app.command()
@@ -134,11 +146,11 @@ def delete(
 ) -> None:
     """Delete by --doc-id N, --chunk-id ID... or --source PATH: gone from search at once, then purged from the index.
 
-    A purge that fails is retried by `ragindex repair` (the chunks are already out of search).
+    A purge that fails is retried by `ragindex repair` (the chunks are already out of search): exit code 8.
     """
     ids = _ids(chunk_id)
 
-    def body() -> None:
+    def body() -> bool:
         mode = _exactly_one({"--doc-id": doc_id is not None, "--chunk-id": bool(ids), "--source": source is not None})
         with engine_for() as engine:
             if mode == "--doc-id":
@@ -153,8 +165,10 @@ def delete(
             emit_json(payload)
         else:
             _show(f"delete {mode}", payload)
+        return not payload.get("purge_failed")
 
-    guarded(body)
+    if not guarded(body):
+        raise typer.Exit(EXIT_PARTIAL)
 
 
 @app.command("update-chunk")
@@ -166,7 +180,7 @@ def update_chunk(
 ) -> None:
     """Replace a chunk's content (--text T or --file F); only a real change is re-embedded, under the same id.
 
-    Exit code 1 when the new copies could not be written (the chunk stays FAILED for repair).
+    Exit code 8 (partial) when the new copies could not be written (the chunk stays FAILED for repair).
     """
 
     def body() -> bool:
@@ -186,4 +200,4 @@ def update_chunk(
         return bool(payload["ok"])
 
     if not guarded(body):
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_PARTIAL)

@@ -1,7 +1,14 @@
-"""Rich renderings of command results (tables for people; --json is for scripts)."""
+"""Rich renderings of command results (tables for people; --json is for scripts).
+
+Terminal safety: text that comes from documents, file names, errors or the user passes through
+:func:`clean` before it reaches the terminal, and into rich as ``Text`` (never as markup), so a file
+cannot clear the screen, retitle the window, hide a line or break the table. JSON output is not
+escaped: it is the exact data (JSON escapes control characters itself).
+"""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Group
@@ -17,8 +24,38 @@ if TYPE_CHECKING:
     from ragindex.types import Hit, SearchResult
 
 
+# bidirectional embeddings, overrides and isolates: they reorder what is shown ("txt.exe" shown as "exe.txt")
+_BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+
+
+@cache
+def _escapes(multiline: bool) -> dict[int, str]:
+    table = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))}
+    table.update({ord("\n"): "\\n", ord("\t"): "\\t", ord("\r"): "\\r"})
+    table.update({c: f"\\u{c:04x}" for c in _BIDI})
+    if multiline:
+        for keep in "\n\t":
+            del table[ord(keep)]
+    return table
+
+
+def clean(value: object, *, multiline: bool = False) -> str:
+    r"""``value`` as text that is safe to print on a terminal: control characters become visible escapes.
+
+    C0 and C1 control characters (ESC, NUL, BEL, CR, ...), DEL and the bidirectional formatting
+    characters are written as ``\x1b`` / ``\u202e``; a line break and a tab too, unless ``multiline``.
+    Every other character, including any non-Latin script and emoji, is kept.
+    """
+    return str(value).translate(_escapes(multiline))
+
+
+def cell(value: object, style: str = "") -> Text:
+    """A table cell or a line of human output: :func:`clean` text that rich never reads as markup."""
+    return Text(clean(value), style=style)
+
+
 def ingest_table(report: IngestReport) -> Group:
-    """Documents and chunks of an ingest, failures and notes."""
+    """Documents and chunks of an ingest, then every failed document with its error, and notes."""
     table = Table(title=f"ingest ({report.duration_ms / 1000:.2f} s)", show_header=True)
     table.add_column("documents")
     table.add_column("n", justify="right")
@@ -31,20 +68,23 @@ def ingest_table(report: IngestReport) -> Group:
         c = chunks[i] if i < len(chunks) else ("", "")
         table.add_row(d[0], str(d[1]), c[0], str(c[1]))
     parts: list[Any] = [table]
-    parts += [Text(f"failed: {f['source']}: {f['error']}", style="red") for f in report.failures]
-    parts += [Text(f"note: {note}", style="yellow") for note in report.notes[:20]]
+    parts += [cell(f"failed: {f.get('source', '?')}: {f.get('error', '')}", "red") for f in report.failures]
+    if report.chunks.get("failed"):
+        failed = report.chunks["failed"]
+        parts.append(cell(f"failed: {failed} chunks could not be indexed; `ragindex repair` retries them", "red"))
+    parts += [cell(f"note: {note}", "yellow") for note in report.notes[:20]]
     return Group(*parts)
 
 
 def search_table(query: str, result: SearchResult) -> Group:
     """Ranked hits, one block each: rank, score, source and location, per-source ranks, then the text."""
-    parts: list[Any] = [Text(f"{result.mode} search: {query}", style="bold")]
+    parts: list[Any] = [cell(f"{result.mode} search: {query}", "bold")]
     for hit in result.hits:
         where = " ".join(
             part
             for part in (
                 f"p.{hit.page}" if hit.page else "",
-                f"§ {hit.section}" if hit.section else "",
+                f"§ {clean(hit.section)}" if hit.section else "",
                 f"l.{hit.start_line}-{hit.end_line}" if hit.start_line else "",
             )
             if part
@@ -56,12 +96,12 @@ def search_table(query: str, result: SearchResult) -> Group:
         head = Text()
         head.append(f"{hit.rank:>2}. ", style="bold")
         head.append(f"{hit.score:.4f}  ", style="cyan")
-        head.append(hit.filename, style="bold green")
-        head.append(f"  {where}  [{per_source}]", style="dim")
+        head.append(clean(hit.filename), style="bold green")
+        head.append(clean(f"  {where}  [{per_source}]"), style="dim")
         parts += [head, *_hit_body(hit)]
     latency = "  ".join(f"{k} {v:.1f} ms" for k, v in result.latency_ms.items())
     parts.append(Text(f"{len(result.hits)} hits · {latency}", style="dim"))
-    parts += [Text(f"warning: {warning}", style="yellow") for warning in result.warnings]
+    parts += [cell(f"warning: {warning}", "yellow") for warning in result.warnings]
     return Group(*parts)
 
 
@@ -70,20 +110,20 @@ def _hit_body(hit: Hit) -> list[Any]:
     out: list[Any] = []
     if hit.context is None:
         snippet = " ".join(hit.text.split())
-        out.append(Text("    " + snippet[:300] + ("…" if len(snippet) > 300 else "")))
+        out.append(cell("    " + snippet[:300] + ("…" if len(snippet) > 300 else "")))
     else:
         body = Text()
         at = hit.context.find(hit.text)
         if at < 0:
-            body.append(hit.context)
+            body.append(clean(hit.context, multiline=True))
         else:
-            body.append(hit.context[:at])
-            body.append(hit.text, style="bold")
-            body.append(hit.context[at + len(hit.text) :])
+            body.append(clean(hit.context[:at], multiline=True))
+            body.append(clean(hit.text, multiline=True), style="bold")
+            body.append(clean(hit.context[at + len(hit.text) :], multiline=True))
         out.append(Padding(body, (0, 0, 0, 4)))
     if hit.merged:
         merged = ", ".join(f"#{m.rank} {m.score:.4f} {m.chunk_id[:12]}" for m in hit.merged)
-        out.append(Text(f"    + {len(hit.merged)} merged: {merged}", style="dim"))
+        out.append(cell(f"    + {len(hit.merged)} merged: {merged}", "dim"))
     return out
 
 

@@ -10,6 +10,8 @@ import typer
 from rich.table import Table
 
 from ragindex.cli.app import app, console, emit_json, guarded, load_settings
+from ragindex.cli.render import cell, clean
+from ragindex.cli.signals import stops
 from ragindex.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -38,6 +40,7 @@ def serve(
             raise ConfigurationError(
                 f"the HTTP service needs its extra: pip install 'ragindex[service]' ({exc})"
             ) from exc
+        stops.restore()  # uvicorn stops gracefully on SIGINT/SIGTERM and exits 0
         uvicorn.run(create_app(load_settings()), host=host, port=port, log_level=log_level)
 
     guarded(body)
@@ -91,13 +94,13 @@ def keys_list(as_json: Json = False) -> None:
         table = Table("key_id", "prefix", "user_id", "admin", "name", "created_at", "revoked_at")
         for r in rows:
             table.add_row(
-                r["key_id"],
-                r["prefix"] + "...",
+                cell(r["key_id"]),
+                cell(r["prefix"] + "..."),
                 str(r["user_id"]),
                 "yes" if r["admin"] else "",
-                r["name"] or "",
-                r["created_at"],
-                r["revoked_at"] or "",
+                cell(r["name"] or ""),
+                cell(r["created_at"]),
+                cell(r["revoked_at"] or ""),
             )
         console.print(table)
 
@@ -114,6 +117,6 @@ def keys_revoke(
     def body() -> None:
         with _store() as store:
             revoke_key(store, key_id)
-        typer.echo(f"revoked {key_id}")
+        typer.echo(clean(f"revoked {key_id}"))
 
     guarded(body)

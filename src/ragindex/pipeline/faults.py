@@ -3,7 +3,8 @@
 A failpoint does nothing unless it is armed, either in-process (:func:`arm`) or for a
 subprocess through ``RAGINDEX_FAILPOINTS="dense.after_encode=raise,purge.before_truth=kill"``.
 ``raise`` raises :class:`InjectedFault`; ``kill`` sends SIGKILL to the current process,
-which is how the suite proves that a crash at that instruction loses nothing.
+which is how the suite proves that a crash at that instruction loses nothing; ``crash`` raises
+:class:`InjectedCrash`, an exception outside the ragindex hierarchy, as a bug would.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ class InjectedFault(RagindexError):
     """Raised by an armed failpoint (tests only)."""
 
 
+class InjectedCrash(RuntimeError):
+    """Raised by a failpoint armed with ``crash``: an unexpected error, not a :class:`RagindexError` (tests only)."""
+
+
 def _from_env() -> dict[str, str]:
     spec = os.environ.get("RAGINDEX_FAILPOINTS", "")
     out: dict[str, str] = {}
@@ -48,7 +53,7 @@ def _from_env() -> dict[str, str]:
 
 
 def arm(name: str, action: str = "raise") -> None:
-    """Arm failpoint ``name`` with ``raise`` or ``kill`` (in this process)."""
+    """Arm failpoint ``name`` with ``raise``, ``crash`` or ``kill`` (in this process)."""
     if name not in POINTS:
         raise ValueError(f"unknown failpoint {name!r}; valid: {', '.join(POINTS)}")
     _armed[name] = action
@@ -68,4 +73,6 @@ def hit(name: str) -> None:
         return
     if action == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
+    if action == "crash":
+        raise InjectedCrash(f"injected crash at {name}")
     raise InjectedFault(f"injected fault at {name}", failpoint=name)
