@@ -10,6 +10,7 @@ import typer
 
 from ragindex.cli.app import app, console, emit_json, engine_for, guarded
 from ragindex.cli.render import ingest_table, search_table, status_table, verify_table
+from ragindex.errors import ConfigurationError
 
 UserId = Annotated[int, typer.Option("--user-id", help="Tenant (positive integer).")]
 SetId = Annotated[int, typer.Option("--set-id", help="Document set (positive integer).")]
@@ -18,7 +19,8 @@ Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of a tabl
 
 @app.command()
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="Files and folders to sync.")],
+    # str, not Path: typer would turn "" into "." (the current directory), which the engine must refuse
+    paths: Annotated[list[str], typer.Argument(help="Files and folders to sync.")],
     user_id: UserId = 1,
     set_id: SetId = 1,
     chunker: Annotated[str | None, typer.Option("--chunker", help="fixed, recursive or structure.")] = None,
@@ -26,34 +28,59 @@ def ingest(
     keep_missing: Annotated[
         bool, typer.Option("--keep-missing", help="Keep documents whose files are gone from a synced folder.")
     ] = False,
-    resume: Annotated[bool, typer.Option("--resume", help="Also re-parse documents whose last run failed.")] = False,
+    allow_mass_delete: Annotated[
+        bool,
+        typer.Option(
+            "--allow-mass-delete",
+            help="Remove the documents of gone files even when they are more than RAGINDEX_MAX_REMOVE_FRACTION "
+            "of a folder's documents.",
+        ),
+    ] = False,
+    _resume: Annotated[
+        bool, typer.Option("--resume", hidden=True, help="Ignored: failed documents are always parsed again.")
+    ] = False,
     as_json: Json = False,
 ) -> None:
-    """Sync files and folders into a set: unchanged files are skipped, only new chunks are embedded."""
+    """Sync files and folders into a set: unchanged files are skipped, only new chunks are embedded.
+
+    A file that fails (unreadable, unparsable, binary, over a limit) is a FAILED document listed in the report;
+    the next ingest parses it again.
+    """
 
     def body() -> None:
+        options: dict[str, Any] = {
+            "user_id": user_id,
+            "set_id": set_id,
+            "full": full,
+            "keep_missing": keep_missing,
+            "allow_mass_delete": allow_mass_delete,
+            "exclude": _blob_dir(),
+        }
         with engine_for(chunker=chunker) as engine:
             if as_json:
-                report = engine.ingest(
-                    paths, user_id=user_id, set_id=set_id, full=full, keep_missing=keep_missing, resume=resume
-                )
+                report = engine.ingest(paths, **options)
                 emit_json(report.to_dict())
                 return
             with _IngestProgress() as progress:
-                report = engine.ingest(
-                    paths,
-                    user_id=user_id,
-                    set_id=set_id,
-                    full=full,
-                    keep_missing=keep_missing,
-                    resume=resume,
-                    progress=progress.update,
-                )
+                report = engine.ingest(paths, **options, progress=progress.update)
             console.print(ingest_table(report))
         if report.failures:
             raise typer.Exit(0)
 
     guarded(body)
+
+
+def _blob_dir() -> list[Path]:
+    """The service's blob dir when RAGINDEX_BLOB_DIR puts it outside the data dir (discovery never enters it)."""
+    from pydantic import ValidationError as PydanticValidationError
+
+    from ragindex.service.settings import ServiceSettings
+
+    try:
+        blob_dir = ServiceSettings().blob_dir
+    except PydanticValidationError as exc:
+        raise ConfigurationError(f"invalid service settings: {exc}") from exc
+    return [blob_dir] if blob_dir is not None else []
 
 
 class _IngestProgress:
