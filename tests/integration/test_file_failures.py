@@ -110,7 +110,8 @@ def test_each_bad_file_fails_alone_then_a_rerun_retries_it(make_engine: Callable
             assert phrase in errors[name], (name, errors[name])
         assert_nothing_left_half_done(engine)
         docs = {d.filename: d for d in engine.store.list_documents()}
-        assert {n: d.status for n, d in docs.items()} == {**dict.fromkeys(GOOD, "SUCCESS"), **dict.fromkeys(BAD, "FAILED")}
+        expected = {**dict.fromkeys(GOOD, "SUCCESS"), **dict.fromkeys(BAD, "FAILED")}
+        assert {n: d.status for n, d in docs.items()} == expected
         assert all(EXPECTED_ERRORS[n] in (docs[n].error or "") for n in BAD)
         stages = {n: engine.store.runs(doc_id=docs[n].doc_id)[0].failed_stage for n in BAD}
         assert stages == {**dict.fromkeys(BAD, "LOADING"), "long.txt": "CHUNKING"}
@@ -137,7 +138,9 @@ def test_each_bad_file_fails_alone_then_a_rerun_retries_it(make_engine: Callable
         assert_nothing_left_half_done(engine)
 
 
-def test_a_document_that_failed_to_index_is_failed_then_retried(make_engine: Callable[..., Engine], corpus: Path) -> None:
+def test_a_document_that_failed_to_index_is_failed_then_retried(
+    make_engine: Callable[..., Engine], corpus: Path
+) -> None:
     with make_engine() as engine:
         faults.arm("dense.after_claim")
         first = engine.ingest([corpus])

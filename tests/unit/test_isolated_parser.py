@@ -124,6 +124,42 @@ def test_a_loader_the_child_cannot_import_is_a_configuration_error(
     module.ParentOnlyLoader = ParentOnlyLoader
     monkeypatch.setitem(sys.modules, module.__name__, module)
     monkeypatch.setattr(ParentOnlyLoader, "__module__", module.__name__)
-    with IsolatedParser(LoaderRegistry(extra=[ParentOnlyLoader()]), timeout=5) as parser:
-        with pytest.raises(ConfigurationError, match=r"did not start: ModuleNotFoundError.*PARSE_TIMEOUT_SECONDS=0"):
-            load(parser, write(tmp_path, "a.txt", "x"))
+    with (
+        IsolatedParser(LoaderRegistry(extra=[ParentOnlyLoader()]), timeout=5) as parser,
+        pytest.raises(ConfigurationError, match=r"did not start: ModuleNotFoundError.*PARSE_TIMEOUT_SECONDS=0"),
+    ):
+        load(parser, write(tmp_path, "a.txt", "x"))
+
+
+def test_the_child_dies_with_an_ingest_killed_mid_parse(tmp_path: Path) -> None:
+    """SIGKILL of the ingest process while its child hangs in a parser: the child does not outlive it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    hang = write(tmp_path, "x.hang", "x")
+    script = (
+        "import sys; from pathlib import Path; from loaderkit import MisbehavingLoader; "
+        "from ragindex.loaders.isolated import IsolatedParser; from ragindex.loaders.registry import LoaderRegistry; "
+        "p = IsolatedParser(LoaderRegistry(extra=[MisbehavingLoader()]), timeout=600); p._start(); "
+        "print(p._child.pid, flush=True); p.load(Path(sys.argv[1]), b'x')"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    ingest = subprocess.Popen([sys.executable, "-c", script, str(hang)], stdout=subprocess.PIPE, text=True, env=env)
+    assert ingest.stdout is not None
+    child = int(ingest.stdout.readline())
+    os.kill(ingest.pid, signal.SIGKILL)
+    ingest.wait()
+    ingest.stdout.close()
+    for _ in range(200):  # the kernel delivers the parent-death signal at once; allow for a loaded machine
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        with open(f"/proc/{child}/stat") as stat:
+            if stat.read().split()[2] == "Z":  # killed, waiting to be reaped by init
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"parser child {child} still runs after its ingest was killed")

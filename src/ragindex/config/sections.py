@@ -317,7 +317,7 @@ class RerankSettings(SettingsSection):
 
 
 class PipelineSettings(SettingsSection):
-    """Pipeline: the chunk state machine (stale claims and retries)."""
+    """Pipeline: the chunk state machine (stale claims and retries) and the mass-deletion guard of a sync."""
 
     indexing_stale_seconds: int = Field(600, ge=1, description="INDEXING older than this is stale (repair resets it).")
     max_attempts: int = Field(5, ge=1, description="Automatic retries per chunk before it stays FAILED.")

@@ -35,7 +35,7 @@ from ragindex.types import Document
 _LENGTH = struct.Struct("!Q")
 START_SECONDS = 60.0
 """How long a child may take to start (import the loaders); the parse timeout starts once it is ready."""
-_CHILD = "import sys; sys.path.insert(0, {root!r}); from ragindex.loaders.isolated import serve; serve()"
+_CHILD = "import sys; sys.path.insert(0, {root!r}); from ragindex.loaders.isolated import serve; serve({parent})"
 
 
 class IsolatedParser:
@@ -129,7 +129,7 @@ class IsolatedParser:
             raise _not_started(f"the loaders do not pickle ({type(exc).__name__}: {exc})") from exc
         root = str(Path(__file__).resolve().parents[2])  # the directory holding this ragindex package
         child = subprocess.Popen(
-            [sys.executable, "-c", _CHILD.format(root=root)],
+            [sys.executable, "-c", _CHILD.format(root=root, parent=os.getpid())],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             bufsize=0,
@@ -226,12 +226,14 @@ def _read_exact(fd: int, size: int, deadline: float | None) -> bytes:
     return b"".join(parts)
 
 
-def serve() -> None:
+def serve(parent: int | None = None) -> None:
     """The child's loop: read (path, bytes) frames from stdin, answer each with a frame on the original stdout.
 
     The loaders' own prints go to stderr (file descriptor 1 is pointed there), so they can never corrupt a reply.
+    On Linux the child is killed when ``parent`` dies, even in the middle of a hanging parse.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent decides
+    _die_with(parent)
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     requests = sys.stdin.buffer.fileno()
@@ -249,6 +251,19 @@ def serve() -> None:
             _write_frame(replies, _answer(registry, Path(raw_path), data))
     except EOFError:  # the parent closed the pipe: the ingest is over
         return
+
+
+def _die_with(parent: int | None) -> None:
+    """Ask the kernel for SIGKILL when the parent dies (a parent killed by SIGKILL cannot kill its child itself)."""
+    if parent is None or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != parent:  # it died before the request took effect
+        os._exit(0)
 
 
 def _answer(registry: LoaderRegistry, path: Path, data: bytes) -> bytes:
