@@ -77,6 +77,8 @@ class IsolatedParser:
         loader = self.registry.for_path(path)
         if self.timeout <= 0:
             return loader.load(path, data)
+        if self._child is not None and self._child.poll() is not None:  # died while idle: not this file's fault
+            self._kill()
         child = self._child or self._start()
         request = pickle.dumps((str(path), data), protocol=pickle.HIGHEST_PROTOCOL)
         deadline = time.monotonic() + self.timeout

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ragindex.errors import DocumentLoadError, InputError, RagindexError
+from ragindex.errors import BackendError, ConfigurationError, DocumentLoadError, IntegrityError, RagindexError
 from ragindex.store.protocol import TruthStore
 from ragindex.store.records import NewDocument
 from ragindex.store.states import RunStatus, Stage
@@ -22,13 +22,14 @@ from ragindex.types import VectorKind
 log = logging.getLogger(__name__)
 
 
-def fails_alone(exc: Exception) -> bool:
-    """Whether ``exc`` is one file's problem: bad input, or anything a reader or parser raised.
+RUN_ERRORS = (ConfigurationError, BackendError, IntegrityError)
+"""Errors that concern the whole run and stop it: a misconfiguration (or a locked index), an unreachable store or
+index, a broken invariant. Recording them as one file's failure would only repeat them for every file."""
 
-    Other ragindex errors (an unreachable store, a misconfiguration, a broken invariant) concern the whole run
-    and stop it.
-    """
-    return isinstance(exc, InputError) or not isinstance(exc, RagindexError)
+
+def fails_alone(exc: Exception) -> bool:
+    """Whether ``exc`` is one file's or document's problem: bad input, or anything a reader or parser raised."""
+    return not isinstance(exc, RUN_ERRORS)
 
 
 def describe(exc: Exception, path: Path) -> str:
@@ -99,12 +100,28 @@ class FailureLog:
             self._failed_run(doc_id, job_id, Stage.LOADING, message, 0.0)
         self.entries.append(_entry(uri, uri, Stage.LOADING, message, doc_id))
 
-    def document_failed(self, doc: NewDocument, exc: Exception, *, job_id: str | None, elapsed_ms: float) -> None:
-        """A document that could not be chunked: it keeps its previous chunks and hashes; its run failed at CHUNKING."""
+    def document_failed(
+        self,
+        doc: NewDocument,
+        exc: Exception,
+        *,
+        job_id: str | None,
+        elapsed_ms: float,
+        staged: tuple[int, int] | None = None,
+    ) -> None:
+        """A document that could not be chunked (or failed right after its chunks were staged): FAILED at CHUNKING.
+
+        Not staged, it keeps its previous chunks and hashes and gets a failed run; ``staged`` (doc_id, run_id):
+        its new chunks are recorded, and the run that staged them is closed as failed.
+        """
         message = describe(exc, Path(doc.source_uri))
         log.warning("%s", message)
-        doc_id = self.store.upsert_document(doc)
-        self._failed_run(doc_id, job_id, Stage.CHUNKING, message, elapsed_ms)
+        if staged is None:
+            doc_id = self.store.upsert_document(doc)
+            self._failed_run(doc_id, job_id, Stage.CHUNKING, message, elapsed_ms)
+        else:
+            doc_id, run_id = staged
+            self._close_failed(run_id, Stage.CHUNKING, message, elapsed_ms)
         self.store.set_document_status(doc_id, RunStatus.FAILED, message)
         self.entries.append(_entry(doc.file_uri, doc.source_uri, Stage.CHUNKING, message, doc_id))
 
@@ -116,6 +133,9 @@ class FailureLog:
         run_id = self.store.start_run(
             doc_id, job_id=job_id, bm25=VectorKind.BM25 in self.kinds, sparse=VectorKind.SPARSE in self.kinds
         )
+        self._close_failed(run_id, stage, message, elapsed_ms)
+
+    def _close_failed(self, run_id: int, stage: Stage, message: str, elapsed_ms: float) -> None:
         if stage == Stage.CHUNKING:
             self.store.set_stage(run_id, Stage.CHUNKING, RunStatus.FAILED, duration_ms=elapsed_ms)
         self.store.finish_run(

@@ -367,7 +367,13 @@ class SourceSync:
             chunking_ms=elapsed,
             unit_kinds=self.unit_kinds,
         )
-        faults.hit("chunking.after_truth_write")
+        try:
+            faults.hit("chunking.after_truth_write")
+        except Exception as exc:
+            if not fails_alone(exc):
+                raise
+            failures.document_failed(new, exc, job_id=ctx.job_id, elapsed_ms=elapsed, staged=(doc_id, run_id))
+            return False
         report.chunks["total"] += len(chunks)
         report.chunks["sections"] += len(drafts) - len(chunks)
         report.chunks["reused"] += len(diff.kept)
