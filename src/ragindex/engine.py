@@ -162,25 +162,54 @@ class Engine:
         set_id: int = 1,
         full: bool = False,
         keep_missing: bool = False,
-        resume: bool = False,
+        allow_mass_delete: bool = False,
+        exclude: Sequence[str | Path] = (),
+        per_file: bool = False,
         job_id: str | None = None,
         progress: ProgressFn | None = None,
     ) -> IngestReport:
-        """Sync files and folders into (user_id, set_id); see :class:`ragindex.pipeline.sync.SourceSync`."""
-        from ragindex.pipeline.sync import SourceSync
+        """Sync files and folders into (user_id, set_id); see :class:`ragindex.pipeline.sync.SourceSync`.
+
+        A file that fails (unreadable, unparsable, binary, over a limit, a parse timeout) becomes a FAILED
+        document listed in the report's ``failures``, and the others go on; the next ingest parses it again.
+
+        Args:
+            paths: Files and folders (an empty string is refused: it is not the current directory).
+            user_id: Tenant.
+            set_id: Document set.
+            full: Re-parse and re-chunk every file.
+            keep_missing: Keep the documents whose files are gone from a synced folder.
+            allow_mass_delete: Remove them even when they are more than ``RAGINDEX_MAX_REMOVE_FRACTION`` of a
+                folder's documents (otherwise :class:`~ragindex.errors.MassDeleteError`, before any write).
+            exclude: Directories never walked into, besides the data dir (e.g. the service's blob dir).
+            per_file: List each file's outcome in the report's ``files``.
+            job_id: The service job this ingest runs for (recorded with each pipeline run).
+            progress: Called with progress events.
+        """
+        from ragindex.errors import InputError
+        from ragindex.pipeline.discovery import RemovalGuard
+        from ragindex.pipeline.sync import SourceSync, SyncLimits
         from ragindex.retrieval.search import validate_ids
 
         validate_ids(user_id=user_id, set_id=set_id)
+        if any(not str(p).strip() for p in paths):
+            raise InputError("an empty path was given; name the files or folders to ingest (`.` for this folder)")
         self._enable_sparse_kinds()
+        settings = self.settings
         sync = SourceSync(
             self.store,
             self.indexer,
-            factory.build_loaders(self.settings),
+            factory.build_loaders(settings),
             lambda: self.chunker,
             kinds=self.kinds,
-            bucket_count=self.settings.bucket_count,
-            max_file_bytes=self.settings.max_file_bytes,
-            max_attempts=self.settings.max_attempts,
+            bucket_count=settings.bucket_count,
+            max_attempts=settings.max_attempts,
+            limits=SyncLimits(
+                settings.max_file_bytes, settings.max_chunks_per_document, settings.parse_timeout_seconds
+            ),
+            guard=RemovalGuard(settings.max_remove_fraction, settings.remove_guard_min_documents),
+            exclude=[*self._own_dirs(), *(Path(p) for p in exclude)],
+            per_file=per_file,
             chunking_fingerprint=self.settings.chunking_fingerprint,
             section_max_chars=self.settings.section_max_chars,
             contextual=self.settings.contextual_chunks,
@@ -192,11 +221,18 @@ class Engine:
             set_id=set_id,
             full=full,
             keep_missing=keep_missing,
-            resume=resume,
+            allow_mass_delete=allow_mass_delete,
             job_id=job_id,
         )
         self._maybe_optimize(user_id)
         return report
+
+    def _own_dirs(self) -> list[Path]:
+        """Directories of ragindex itself that discovery never enters: the data dir, a qdrant-client local path."""
+        own = [self.settings.data_dir]
+        if self.settings.qdrant_path is not None:
+            own.append(self.settings.qdrant_path)
+        return own
 
     def _maybe_optimize(self, user_id: int) -> None:
         if self._index is None or self.settings.optimize_min_points <= 0:

@@ -77,7 +77,15 @@ class UnsupportedFormatError(InputError, http_status=415):
 
 
 class DocumentLoadError(InputError):
-    """A loader could not parse a file (corrupt pdf, invalid json, ...)."""
+    """A loader could not parse a file (corrupt pdf, invalid json, binary content, a parser crash, ...)."""
+
+
+class ParseTimeoutError(DocumentLoadError):
+    """Parsing one file took longer than ``RAGINDEX_PARSE_TIMEOUT_SECONDS`` (its parser process was killed)."""
+
+
+class MassDeleteError(InputError, http_status=409):
+    """A sync would remove more of a folder's documents than ``RAGINDEX_MAX_REMOVE_FRACTION`` allows."""
 
 
 class ConfigurationError(RagindexError, exit_code=3, http_status=500):

@@ -11,7 +11,7 @@ import typer
 from ragindex.cli.app import app, console, emit_json, engine_for, guarded
 from ragindex.cli.render import ingest_table, search_table, status_table, verify_table
 from ragindex.cli.signals import stops
-from ragindex.errors import EXIT_MISMATCH, EXIT_PARTIAL
+from ragindex.errors import EXIT_MISMATCH, EXIT_PARTIAL, ConfigurationError
 
 if TYPE_CHECKING:
     from ragindex.pipeline.sync import IngestReport
@@ -23,7 +23,8 @@ Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of a tabl
 
 @app.command()
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="Files and folders to sync.")],
+    # str, not Path: typer would turn "" into "." (the current directory), which the engine must refuse
+    paths: Annotated[list[str], typer.Argument(help="Files and folders to sync.")],
     user_id: UserId = 1,
     set_id: SetId = 1,
     chunker: Annotated[str | None, typer.Option("--chunker", help="fixed, recursive or structure.")] = None,
@@ -31,20 +32,37 @@ def ingest(
     keep_missing: Annotated[
         bool, typer.Option("--keep-missing", help="Keep documents whose files are gone from a synced folder.")
     ] = False,
-    resume: Annotated[bool, typer.Option("--resume", help="Also re-parse documents whose last run failed.")] = False,
+    allow_mass_delete: Annotated[
+        bool,
+        typer.Option(
+            "--allow-mass-delete",
+            help="Remove the documents of gone files even when they are more than RAGINDEX_MAX_REMOVE_FRACTION "
+            "of a folder's documents.",
+        ),
+    ] = False,
+    _resume: Annotated[
+        bool, typer.Option("--resume", hidden=True, help="Ignored: failed documents are always parsed again.")
+    ] = False,
     as_json: Json = False,
 ) -> None:
     """Sync files and folders into a set: unchanged files are skipped, only new chunks are embedded.
 
     Exit code 8 (partial) when a document or a chunk failed: the failures are listed (and under
-    "failures" in --json), everything else is indexed. Ctrl-C or SIGTERM stops after the current
-    file or batch: exit code 130 or 143, and the same command finishes the work.
+    "failures" in --json), everything else is indexed. A file that fails (unreadable, unparsable, binary,
+    over a limit) is a FAILED document, and the next ingest parses it again. Ctrl-C or SIGTERM stops after
+    the current file or batch: exit code 130 or 143, and the same command finishes the work.
     """
 
     def body() -> IngestReport:
+        options: dict[str, Any] = {
+            "user_id": user_id,
+            "set_id": set_id,
+            "full": full,
+            "keep_missing": keep_missing,
+            "allow_mass_delete": allow_mass_delete,
+            "exclude": _blob_dir(),
+        }
         with engine_for(chunker=chunker) as engine, stops.safe_points():
-            options: dict[str, Any] = {"user_id": user_id, "set_id": set_id, "full": full}
-            options.update(keep_missing=keep_missing, resume=resume)
             if as_json:
                 report = engine.ingest(paths, **options, progress=lambda _event, _data: stops.checkpoint())
                 emit_json(report.to_dict())
@@ -62,6 +80,19 @@ def ingest(
 def ingest_failed(report: IngestReport) -> bool:
     """Whether some document or chunk of the ingest failed (exit code 8)."""
     return bool(report.failures) or report.documents.get("failed", 0) > 0 or report.chunks.get("failed", 0) > 0
+
+
+def _blob_dir() -> list[Path]:
+    """The service's blob dir when RAGINDEX_BLOB_DIR puts it outside the data dir (discovery never enters it)."""
+    from pydantic import ValidationError as PydanticValidationError
+
+    from ragindex.service.settings import ServiceSettings
+
+    try:
+        blob_dir = ServiceSettings().blob_dir
+    except PydanticValidationError as exc:
+        raise ConfigurationError(f"invalid service settings: {exc}") from exc
+    return [blob_dir] if blob_dir is not None else []
 
 
 class _IngestProgress:

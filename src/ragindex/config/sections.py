@@ -83,6 +83,18 @@ class LoadingSettings(SettingsSection):
     """Loading: which files are read and how JSON / JSONL records become documents."""
 
     max_file_bytes: int = Field(50 * 1024 * 1024, ge=1, description="Files larger than this are refused.")
+    max_chunks_per_document: int = Field(
+        10_000,
+        ge=1,
+        description="A document cut into more chunks than this fails alone (a runaway parse; 10,000 chunks of "
+        "512 characters is a ~1,500-page book).",
+    )
+    parse_timeout_seconds: float = Field(
+        120.0,
+        ge=0,
+        description="Seconds one file may take to parse; files are parsed in a child process that is killed and "
+        "replaced at the limit. 0: parse in the ingest process, with no limit and no isolation.",
+    )
     json_text_fields: list[str] = Field(
         default_factory=lambda: ["title", "text"], description="Record fields joined (blank line) to form the text."
     )
@@ -305,7 +317,17 @@ class RerankSettings(SettingsSection):
 
 
 class PipelineSettings(SettingsSection):
-    """Pipeline: the chunk state machine (stale claims and retries)."""
+    """Pipeline: the chunk state machine (stale claims and retries) and the mass-deletion guard of a sync."""
 
     indexing_stale_seconds: int = Field(600, ge=1, description="INDEXING older than this is stale (repair resets it).")
     max_attempts: int = Field(5, ge=1, description="Automatic retries per chunk before it stays FAILED.")
+    max_remove_fraction: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="A sync refuses to remove more than this share of a folder's documents (an unmounted disk, a "
+        "wrong path) unless `--allow-mass-delete` is given; 1: never refuse.",
+    )
+    remove_guard_min_documents: int = Field(
+        10, ge=1, description="`max_remove_fraction` guards folders holding at least this many documents."
+    )

@@ -41,6 +41,9 @@ __all__ = ["DEFAULT_DENSE_MODEL", "DEFAULT_RERANK_MODEL", "SECTIONS", "ChunkerNa
 
 _SectionT = TypeVar("_SectionT", bound=SettingsSection)
 
+LIMITS = {"max_file_bytes", "max_chunks_per_document", "parse_timeout_seconds"}
+"""Loading settings that refuse a file but never change its chunks (left out of the chunking fingerprint)."""
+
 SECTIONS: dict[str, type[SettingsSection]] = {
     "store": StoreSettings,
     "index": IndexSettings,
@@ -121,7 +124,7 @@ class Settings(
         """
         lexical = self.bm25_enabled or self.sparse_provider != "none"
         shaping = {
-            "loading": self.loading.model_dump(mode="json", exclude={"max_file_bytes"}),
+            "loading": self.loading.model_dump(mode="json", exclude=LIMITS),
             "chunking": self.chunking.model_dump(mode="json"),
             "tokenizer": self.dense_model if self.chunker == "structure" else None,
             "sections": lexical and self.section_max_chars > 0,  # sections exist only for a lexical kind

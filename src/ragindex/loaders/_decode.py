@@ -1,11 +1,80 @@
-"""Byte-to-text decoding shared by the plain-text loaders (text, markdown, records)."""
+"""Byte-to-text decoding shared by the text formats (text, markdown, records, html), and their binary check."""
 
 from __future__ import annotations
 
 import codecs
 import re
+from pathlib import Path
+
+from ragindex.errors import DocumentLoadError
 
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+# formats that are never text: the first bytes of the file
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"%PDF-", "a PDF"),
+    (b"PK\x03\x04", "a ZIP archive (docx, xlsx, epub, jar, ...)"),
+    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF87a", "a GIF image"),
+    (b"GIF89a", "a GIF image"),
+    (b"\x7fELF", "an ELF executable"),
+    (b"\x1f\x8b", "gzip data"),
+    (b"\xfd7zXZ\x00", "xz data"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7z archive"),
+    (b"\x28\xb5\x2f\xfd", "zstd data"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an OLE2 file (.doc, .xls, .msg)"),
+    (b"SQLite format 3\x00", "a SQLite database"),
+)
+_SAMPLE = 8192
+_MAX_NOISE = 0.3  # share of control characters and U+FFFD in the first 8 KiB above which bytes are not text
+_NOISE = re.compile("[\x00-\x08\x0e-\x1f\x7f\ufffd]")
+
+
+def binary_reason(data: bytes, *, utf8: bool = True) -> str | None:
+    """Why ``data`` is not text (a known magic number, NUL bytes, mostly control bytes), or None for text.
+
+    UTF-16 with a byte-order mark is text (its NUL bytes are half of each ASCII character); a UTF-16 or
+    UTF-32 file without one has NUL bytes and counts as binary.
+
+    Args:
+        data: The bytes of a file.
+        utf8: The format is read as UTF-8 (or UTF-16 with a BOM), so mostly undecodable bytes are noise; False
+            for formats that declare another encoding (html), where only magic numbers and NUL bytes count.
+    """
+    for magic, what in _MAGIC:
+        if data.startswith(magic):
+            return f"the bytes of {what}"
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        sample = data[:_SAMPLE].decode("utf-16", errors="replace")
+        if "\x00" in sample:
+            return "NUL characters"
+    else:
+        if b"\x00" in data:
+            return "NUL bytes"
+        sample = data[:_SAMPLE].decode("utf-8", errors="replace")
+    noise = len(_NOISE.findall(sample)) if utf8 else 0
+    if noise > _MAX_NOISE * len(sample):
+        return f"{noise} of its first {len(sample)} characters are control characters or invalid UTF-8"
+    return None
+
+
+def refuse_binary(path: Path, data: bytes, *, utf8: bool = True) -> None:
+    """Raise :class:`DocumentLoadError` ("binary content") when a text format's bytes are not text.
+
+    Args:
+        path: The file (named in the message).
+        data: Its bytes.
+        utf8: See :func:`binary_reason`.
+    """
+    reason = binary_reason(data, utf8=utf8)
+    if reason is not None:
+        raise DocumentLoadError(
+            f"{path.name}: binary content ({reason}), not {path.suffix or 'text'} text; remove it from the source, "
+            "or convert it to UTF-8 text if it is text in another encoding",
+            path=str(path),
+        )
+
+
 _LINE_BREAK = re.compile(r"\r\n?")
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragindex.loaders._decode import normalise_newlines
+from ragindex.loaders._decode import normalise_newlines, refuse_binary
 from ragindex.types import Document
 
 if TYPE_CHECKING:
@@ -98,8 +98,13 @@ class HtmlLoader:
 
         Returns:
             A single document; its text is empty when the page has no visible text.
+
+        Raises:
+            DocumentLoadError: The bytes are binary (a known magic number or NUL bytes).
         """
         from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning, XMLParsedAsHTMLWarning
+
+        refuse_binary(path, data, utf8=False)
 
         with warnings.catch_warnings():
             # Both only say "this may not be what you meant"; a file named .html is parsed as html regardless.

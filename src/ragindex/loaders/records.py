@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ragindex.errors import DocumentLoadError
-from ragindex.loaders._decode import decode_text
+from ragindex.loaders._decode import decode_text, refuse_binary
 from ragindex.types import Document
 
 _LINE_SUFFIXES = (".jsonl", ".ndjson")
@@ -56,8 +56,9 @@ class RecordsLoader:
 
         Raises:
             DocumentLoadError: Invalid JSON (with the line number), a record that is not an object,
-                a duplicate or non-scalar record id, or no record with any of the text fields.
+                a duplicate or non-scalar record id, no record with any of the text fields, or binary bytes.
         """
+        refuse_binary(path, data)
         text, notes = decode_text(data)
         warnings = list(notes)
         lines = path.suffix.lower() in _LINE_SUFFIXES

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ragindex.loaders._decode import decode_text
+from ragindex.loaders._decode import decode_text, refuse_binary
 from ragindex.types import Document
 
 
@@ -19,7 +19,11 @@ class TextLoader:
 
         Returns:
             A single document; its text is empty when the file holds only whitespace.
+
+        Raises:
+            DocumentLoadError: The bytes are binary (see :func:`ragindex.loaders._decode.binary_reason`).
         """
+        refuse_binary(path, data)
         text, warnings = decode_text(data)
         return [Document(source_uri=str(path), text=text, parser=self.name, title=self.title(text), warnings=warnings)]
 

@@ -325,7 +325,7 @@ class Repairer:
         """A document FAILED at an index stage is SUCCESS again once repair has written every copy.
 
         Documents that failed to load or chunk (no committed content hash) stay FAILED: only a re-ingest
-        (``ingest --resume``) can fix those. The failed run stays in the history as it was.
+        (the next ``ingest`` of their files parses them again). The failed run stays in the history as it was.
         """
         failed = [d for d in self.store.list_documents() if d.status == RunStatus.FAILED and d.content_hash]
         if not failed:

@@ -2,9 +2,16 @@
 
 An unchanged file (same sha256 of its bytes) is skipped without parsing; a changed file
 is re-chunked and only chunks whose content hash is new get embedded (chunk-level diff);
-files gone from a synced folder are REMOVED and purged from the index. Whatever is left
+files gone from a synced folder are REMOVED and purged from the index (unless that would remove
+too much of the folder: :class:`~ragindex.pipeline.discovery.RemovalGuard`). Whatever is left
 unfinished in the set (PENDING, or FAILED below max attempts) is indexed too, so a re-run
 resumes an interrupted one.
+
+One bad file fails alone: whatever reading, parsing or chunking one file raises (an ``OSError``, a
+``RecursionError``, a parser crash, a timeout, a limit) makes that file or document FAILED with its
+error, and the run goes on (:mod:`ragindex.pipeline.failures`). Files are parsed in a child process a
+timeout can kill (:class:`~ragindex.loaders.isolated.IsolatedParser`). A file with a FAILED document is
+parsed again by the next sync, until it succeeds or is removed.
 """
 
 from __future__ import annotations
@@ -13,52 +20,31 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ragindex.chunking.protocol import Chunker
 from ragindex.chunking.sections import with_sections
-from ragindex.errors import DocumentTooLargeError, InputError, RagindexError
+from ragindex.errors import DocumentTooLargeError
 from ragindex.hashing import sha256_text
 from ragindex.index.routing import bucket_of
+from ragindex.loaders.isolated import IsolatedParser
 from ragindex.loaders.registry import LoaderRegistry
 from ragindex.pipeline import faults
+from ragindex.pipeline.discovery import RemovalGuard, discover, planned_removals
+from ragindex.pipeline.failures import FailureLog, check_name, fails_alone
 from ragindex.pipeline.indexer import Indexer, StageResult
+from ragindex.pipeline.report import IngestReport as IngestReport
+from ragindex.pipeline.report import file_outcomes
 from ragindex.store.protocol import TruthStore
-from ragindex.store.records import NewDocument
+from ragindex.store.records import DocumentRow, NewDocument
 from ragindex.store.states import RunStatus, Stage
 from ragindex.types import Document, Unit, VectorKind
 
 log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[str, dict[str, Any]], None]
-
-
-@dataclass
-class IngestReport:
-    """What an ingest did; ``chunks.embedded`` counts vectors the encoder actually computed."""
-
-    documents: dict[str, int] = field(
-        default_factory=lambda: dict.fromkeys(
-            ("added", "changed", "rechunked", "unchanged", "removed", "failed", "skipped"), 0
-        )
-    )
-    chunks: dict[str, int] = field(
-        default_factory=lambda: dict.fromkeys(("total", "sections", "embedded", "reused", "removed", "failed"), 0)
-    )
-    failures: list[dict[str, str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    duration_ms: float = 0.0
-    stage_ms: dict[str, float] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON printed by ``ragindex ingest --json``: every field, in order, times rounded to 0.1 ms."""
-        return {
-            **asdict(self),
-            "duration_ms": round(self.duration_ms, 1),
-            "stage_ms": {k: round(v, 1) for k, v in self.stage_ms.items()},
-        }
 
 
 def unit_kinds(kinds: Sequence[str], section_max_chars: int) -> dict[str, tuple[str, ...]] | None:
@@ -73,9 +59,25 @@ def unit_kinds(kinds: Sequence[str], section_max_chars: int) -> dict[str, tuple[
 
 
 @dataclass(frozen=True, slots=True)
+class SyncLimits:
+    """The per-file limits of a sync; each error names its setting.
+
+    Args:
+        max_file_bytes: Larger files fail (``RAGINDEX_MAX_FILE_BYTES``).
+        max_chunks_per_document: A document cut into more chunks fails (``RAGINDEX_MAX_CHUNKS_PER_DOCUMENT``).
+        parse_timeout_seconds: Seconds one file may take to parse; 0 parses in-process without a limit
+            (``RAGINDEX_PARSE_TIMEOUT_SECONDS``).
+    """
+
+    max_file_bytes: int = 50 * 1024 * 1024
+    max_chunks_per_document: int = 10_000
+    parse_timeout_seconds: float = 120.0
+
+
+@dataclass(frozen=True, slots=True)
 class _FileContext:
     uri: str
-    known: tuple[str, int] | None  # (file hash, number of documents) recorded for this file
+    known: tuple[str, int] | None  # (file hash, number of documents) recorded for this file ("" hash: parse it)
     force: bool
     rechunk: bool  # some of its documents were chunked with other settings
     user_id: int
@@ -90,6 +92,9 @@ class _Touched:
     run_id: int
     chunk_count: int
     chunking_ms: float
+    file_uri: str = ""
+    source_uri: str = ""
+    outcome: str | None = None  # where the document is counted in the report (None: indexed without a re-parse)
 
 
 class SourceSync:
@@ -101,8 +106,11 @@ class SourceSync:
         loaders: Loader registry.
         chunker: The configured chunker.
         bucket_count: Number of tenant buckets.
-        max_file_bytes: Size limit per file.
         max_attempts: Automatic retries per chunk.
+        limits: Per-file limits (size, chunks, parse time).
+        guard: The mass-deletion guard of synced folders.
+        exclude: Directories discovery never walks into (the data dir, the service's blob dir).
+        per_file: Report each file's outcome in :attr:`IngestReport.files`.
         chunking_fingerprint: The fingerprint of the loading and chunking settings (see
             :attr:`ragindex.config.Settings.chunking_fingerprint`); documents chunked otherwise are re-chunked.
         section_max_chars: Section size limit (0: no sections, every kind on chunks).
@@ -118,8 +126,11 @@ class SourceSync:
         *,
         kinds: tuple[str, ...],
         bucket_count: int,
-        max_file_bytes: int,
         max_attempts: int,
+        limits: SyncLimits | None = None,
+        guard: RemovalGuard | None = None,
+        exclude: Sequence[Path] = (),
+        per_file: bool = False,
         chunking_fingerprint: str = "",
         section_max_chars: int = 0,
         contextual: bool = False,
@@ -133,8 +144,11 @@ class SourceSync:
         self._chunker: Chunker | None = None
         self.kinds = kinds
         self.bucket_count = bucket_count
-        self.max_file_bytes = max_file_bytes
         self.max_attempts = max_attempts
+        self.limits = limits or SyncLimits()
+        self.guard = guard or RemovalGuard()
+        self.exclude = tuple(exclude)
+        self.per_file = per_file
         self.chunking_fingerprint = chunking_fingerprint
         self.section_max_chars = section_max_chars
         self.contextual = contextual
@@ -156,27 +170,9 @@ class SourceSync:
             self._chunker = self._chunker_factory()
         return self._chunker
 
-    # ------------------------------------------------------------------ discovery
     def discover(self, paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
-        """Files to consider, and the folders whose missing files count as removed."""
-        files: list[Path] = []
-        folders: list[Path] = []
-        for raw in paths:
-            path = raw.expanduser().resolve()
-            if not path.exists():
-                raise InputError(f"path does not exist: {raw}", path=str(raw))
-            if path.is_dir():
-                folders.append(path)
-                files += sorted(
-                    p
-                    for p in path.rglob("*")
-                    if p.is_file()
-                    and self.loaders.supports(p)
-                    and not any(part.startswith(".") for part in p.relative_to(path).parts)
-                )
-            else:
-                files.append(path)
-        return list(dict.fromkeys(files)), folders
+        """Files to consider, and the folders whose missing files count as removed (see :func:`discover`)."""
+        return discover(paths, self.loaders.supports, self.exclude)
 
     # ------------------------------------------------------------------ main entry
     def run(
@@ -187,66 +183,54 @@ class SourceSync:
         set_id: int,
         full: bool = False,
         keep_missing: bool = False,
-        resume: bool = False,
+        allow_mass_delete: bool = False,
         job_id: str | None = None,
     ) -> IngestReport:
-        """Sync ``paths`` into the set; see the module docstring for the rules."""
+        """Sync ``paths`` into the set; see the module docstring for the rules.
+
+        Raises:
+            MassDeleteError: The files of too many of a folder's documents are gone (nothing was written);
+                ``allow_mass_delete`` removes them anyway, ``keep_missing`` keeps them.
+        """
         started = time.perf_counter()
-        report = IngestReport()
+        report = IngestReport(files=[] if self.per_file else None)
         files, folders = self.discover(paths)
         self.progress("discovered", {"files": len(files)})
+        seen = {str(p) for p in files}
+        gone: list[DocumentRow] = []
+        if not keep_missing:
+            gone = planned_removals(
+                self.store, user_id, set_id, folders, seen, guard=self.guard, allow=allow_mass_delete
+            )
         known = self.store.file_hashes(user_id, set_id)
         rechunk = self.store.files_chunked_otherwise(user_id, set_id, self.chunking_fingerprint)
-        retry = self._unparsed_files(user_id, set_id) if resume else set()
         bucket = bucket_of(user_id, self.bucket_count)
+        failures = FailureLog(self.store, self.kinds, report.failures)
         touched: list[_Touched] = []
-        seen: set[str] = set()
         removed: list[str] = []
+        per_file: dict[str, dict[str, int]] = {}
         t_chunking = time.perf_counter()
-        for path in files:
-            uri = str(path)
-            seen.add(uri)
-            try:
-                counts = self._sync_file(
-                    path,
-                    _FileContext(
-                        uri, known.get(uri), full or uri in retry, uri in rechunk, user_id, set_id, bucket, job_id
-                    ),
-                    report,
-                    touched,
-                    removed,
-                )
-            except RagindexError as exc:
-                counts = {"failed": 1}
-                self._record_failure(path, user_id, set_id, exc, report)
-            for key, n in counts.items():
-                report.documents[key] += n
-            self.progress("file", {"path": uri})
+        with IsolatedParser(self.loaders, timeout=self.limits.parse_timeout_seconds) as parser:
+            for path in files:
+                uri = str(path)
+                ctx = _FileContext(uri, known.get(uri), full, uri in rechunk, user_id, set_id, bucket, job_id)
+                counts = self._sync_file(path, ctx, parser, failures, report, touched, removed)
+                per_file[uri] = counts
+                for key, n in counts.items():
+                    report.documents[key] += n
+                self.progress("file", {"path": uri})
         report.stage_ms["chunking"] = (time.perf_counter() - t_chunking) * 1000
 
-        if not keep_missing and folders:
-            gone = [
-                d
-                for folder in folders
-                for d in self.store.find_documents_under(user_id, set_id, str(folder))
-                if d.file_uri not in seen
-            ]
-            if gone:
-                removed += self.store.remove_documents([d.doc_id for d in gone])
-                report.documents["removed"] += len(gone)
+        if gone:
+            removed += self.store.remove_documents([d.doc_id for d in gone])
+            report.documents["removed"] += len(gone)
         report.chunks["removed"] += len(removed)
         self._purge(removed, report)
-        self._index_set(user_id, set_id, touched, job_id, report)
+        self._index_set(user_id, set_id, touched, job_id, report, failures, per_file)
+        if report.files is not None:
+            report.files += file_outcomes(per_file, report.failures)
         report.duration_ms = (time.perf_counter() - started) * 1000
         return report
-
-    def _unparsed_files(self, user_id: int, set_id: int) -> set[str]:
-        """Files whose last load or chunking failed (``--resume`` parses them again)."""
-        return {
-            d.file_uri
-            for d in self.store.list_documents(user_id=user_id, set_id=set_id)
-            if d.status == RunStatus.FAILED and not d.content_hash
-        }
 
     def _purge(self, chunk_ids: Sequence[str], report: IngestReport) -> None:
         if not chunk_ids:
@@ -256,26 +240,50 @@ class SourceSync:
             report.notes.append(f"{len(failed)} removed chunks are still in the index; run `ragindex repair`")
 
     # ------------------------------------------------------------------ one file
-    def _sync_file(
-        self, path: Path, ctx: _FileContext, report: IngestReport, touched: list[_Touched], removed: list[str]
-    ) -> dict[str, int]:
+    def _read(self, path: Path, report: IngestReport) -> bytes | None:
+        """The bytes of ``path`` (None for an empty file); any OSError is the file's failure."""
+        check_name(path)
+        limit = self.limits.max_file_bytes
         size = path.stat().st_size
-        if size > self.max_file_bytes:
-            raise DocumentTooLargeError(
-                f"{path} is {size} bytes, over the limit of {self.max_file_bytes} (RAGINDEX_MAX_FILE_BYTES)",
-                size=size,
-                limit=self.max_file_bytes,
-            )
         if size == 0:
             report.notes.append(f"skipped empty file {path}")
-            return {"skipped": 1}
-        data = path.read_bytes()
-        file_hash = hashlib.sha256(data).hexdigest()
-        if ctx.known is not None and ctx.known[0] == file_hash and not (ctx.force or ctx.rechunk):
-            return {"unchanged": ctx.known[1]}
-        documents = self.loaders.for_path(path).load(path, data)
+            return None
+        data = path.read_bytes() if size <= limit else b""
+        if size > limit or len(data) > limit:
+            size = max(size, len(data))
+            raise DocumentTooLargeError(
+                f"{path} is {size} bytes, over the limit of {limit} (RAGINDEX_MAX_FILE_BYTES)", size=size, limit=limit
+            )
+        return data
+
+    def _sync_file(
+        self,
+        path: Path,
+        ctx: _FileContext,
+        parser: IsolatedParser,
+        failures: FailureLog,
+        report: IngestReport,
+        touched: list[_Touched],
+        removed: list[str],
+    ) -> dict[str, int]:
+        file_hash = ""
+        try:
+            data = self._read(path, report)
+            if data is None:
+                return {"skipped": 1}
+            file_hash = hashlib.sha256(data).hexdigest()
+            if ctx.known is not None and ctx.known[0] == file_hash and not (ctx.force or ctx.rechunk):
+                return {"unchanged": ctx.known[1]}
+            documents = parser.load(path, data)
+        except Exception as exc:
+            if not fails_alone(exc):
+                raise
+            failures.file_failed(
+                path, exc, user_id=ctx.user_id, set_id=ctx.set_id, job_id=ctx.job_id, file_hash=file_hash
+            )
+            return {"failed": 1}
         existing = {d.source_uri: d for d in self.store.documents_of_file(ctx.user_id, ctx.set_id, ctx.uri)}
-        counts = {"added": 0, "changed": 0, "rechunked": 0, "unchanged": 0, "skipped": 0}
+        counts = dict.fromkeys(("added", "changed", "rechunked", "retried", "unchanged", "skipped", "failed"), 0)
         for doc in documents:
             for warning in doc.warnings:
                 log.warning("%s: %s", doc.source_uri, warning)
@@ -286,52 +294,69 @@ class SourceSync:
                 continue
             content_hash = sha256_text(doc.text)
             old = existing.pop(doc.source_uri, None)
-            same = old is not None and old.content_hash == content_hash and not ctx.force
+            retry = old is not None and old.status == RunStatus.FAILED
+            same = old is not None and old.content_hash == content_hash and not (ctx.force or retry)
             if same and old is not None and old.chunking_fingerprint == self.chunking_fingerprint:
                 # a records file changed, but not this record: only the file hash moves on
                 self.store.set_file_hash(old.doc_id, file_hash)
                 counts["unchanged"] += 1
                 continue
-            counts["rechunked" if same else "changed" if old is not None else "added"] += 1
-            self._sync_document(doc, ctx, file_hash, content_hash, size, path, report, touched)
+            outcome = "retried" if retry else "rechunked" if same else "changed" if old is not None else "added"
+            new = self._new_document(doc, ctx, file_hash, content_hash, len(data), path)
+            staged = self._sync_document(doc, new, ctx, outcome, failures, report, touched)
+            counts[outcome if staged else "failed"] += 1
         if existing:  # documents that disappeared from the file (records, or a file that now has no text)
             removed += self.store.remove_documents([d.doc_id for d in existing.values()])
-            report.documents["removed"] += len(existing)
-        return counts
+            # the FAILED stand-in of a file that could not be loaded before is replaced, not removed
+            report.documents["removed"] += sum(1 for d in existing.values() if not _load_failure(d, ctx.uri))
+        return {k: n for k, n in counts.items() if n}
 
-    def _sync_document(
-        self,
-        doc: Document,
-        ctx: _FileContext,
-        file_hash: str,
-        content_hash: str,
-        size: int,
-        path: Path,
-        report: IngestReport,
-        touched: list[_Touched],
-    ) -> None:
-        t0 = time.perf_counter()
-        user_id, set_id, file_uri = ctx.user_id, ctx.set_id, ctx.uri
-        new = NewDocument(
-            user_id=user_id,
-            set_id=set_id,
+    def _new_document(
+        self, doc: Document, ctx: _FileContext, file_hash: str, content_hash: str, size: int, path: Path
+    ) -> NewDocument:
+        return NewDocument(
+            user_id=ctx.user_id,
+            set_id=ctx.set_id,
             source_uri=doc.source_uri,
-            file_uri=file_uri,
+            file_uri=ctx.uri,
             file_hash=file_hash,
             content_hash=content_hash,
-            filename=path.name if doc.source_uri == file_uri else doc.source_uri.rsplit("/", 1)[-1],
+            filename=path.name if doc.source_uri == ctx.uri else doc.source_uri.rsplit("/", 1)[-1],
             size=size,
             parser=doc.parser,
             metadata={**dict(doc.metadata), **({"title": doc.title} if doc.title else {})},
             chunking_fingerprint=self.chunking_fingerprint,
         )
+
+    def _sync_document(
+        self,
+        doc: Document,
+        new: NewDocument,
+        ctx: _FileContext,
+        outcome: str,
+        failures: FailureLog,
+        report: IngestReport,
+        touched: list[_Touched],
+    ) -> bool:
+        """Chunk and stage one document; False when it failed alone (recorded by ``failures``)."""
+        t0 = time.perf_counter()
         try:
             chunks = self.chunker.chunk(doc)
+            limit = self.limits.max_chunks_per_document
+            if len(chunks) > limit:
+                raise DocumentTooLargeError(
+                    f"{doc.source_uri} gives {len(chunks)} chunks, over the limit of {limit} "
+                    "(RAGINDEX_MAX_CHUNKS_PER_DOCUMENT)",
+                    chunks=len(chunks),
+                    limit=limit,
+                )
             max_chars = self.section_max_chars if self.sectioned else 0
             drafts = with_sections(doc, chunks, max_chars=max_chars, contextual=self.contextual)
-        except RagindexError as exc:
-            self._record_chunking_failure(new, ctx.job_id, (time.perf_counter() - t0) * 1000, exc)
-            raise
+        except Exception as exc:
+            if not fails_alone(exc):
+                raise
+            failures.document_failed(new, exc, job_id=ctx.job_id, elapsed_ms=(time.perf_counter() - t0) * 1000)
+            return False
         elapsed = (time.perf_counter() - t0) * 1000
         doc_id, run_id, diff = self.store.stage_document(
             new,
@@ -342,30 +367,20 @@ class SourceSync:
             chunking_ms=elapsed,
             unit_kinds=self.unit_kinds,
         )
-        faults.hit("chunking.after_truth_write")
+        try:
+            faults.hit("chunking.after_truth_write")
+        except Exception as exc:
+            if not fails_alone(exc):
+                raise
+            failures.document_failed(new, exc, job_id=ctx.job_id, elapsed_ms=elapsed, staged=(doc_id, run_id))
+            return False
         report.chunks["total"] += len(chunks)
         report.chunks["sections"] += len(drafts) - len(chunks)
         report.chunks["reused"] += len(diff.kept)
         report.chunks["removed"] += len(diff.removed)
         self._purge(diff.removed, report)
-        touched.append(_Touched(doc_id=doc_id, run_id=run_id, chunk_count=len(chunks), chunking_ms=elapsed))
-
-    def _record_chunking_failure(
-        self, doc: NewDocument, job_id: str | None, elapsed: float, exc: RagindexError
-    ) -> None:
-        """The document keeps its previous chunks and hashes; its run records the failed stage."""
-        doc_id = self.store.upsert_document(doc)
-        run_id = self._start_run(doc_id, job_id)
-        self.store.set_stage(run_id, Stage.CHUNKING, RunStatus.FAILED, duration_ms=elapsed)
-        self.store.finish_run(
-            run_id,
-            RunStatus.FAILED,
-            total_ms=elapsed,
-            failed_stage=Stage.CHUNKING,
-            recover_from_stage=Stage.CHUNKING,
-            error=str(exc),
-        )
-        self.store.set_document_status(doc_id, RunStatus.FAILED, str(exc))
+        touched.append(_Touched(doc_id, run_id, len(chunks), elapsed, ctx.uri, doc.source_uri, outcome))
+        return True
 
     def _start_run(self, doc_id: int, job_id: str | None) -> int:
         kinds = self.kinds
@@ -373,31 +388,16 @@ class SourceSync:
             doc_id, job_id=job_id, bm25=VectorKind.BM25 in kinds, sparse=VectorKind.SPARSE in kinds
         )
 
-    def _record_failure(self, path: Path, user_id: int, set_id: int, exc: RagindexError, report: IngestReport) -> None:
-        """A file that could not be loaded becomes a FAILED document with its error; the run goes on."""
-        log.warning("%s: %s", path, exc.message)
-        report.failures.append({"source": str(path), "error": exc.message})
-        try:
-            size = path.stat().st_size
-            file_hash = hashlib.sha256(path.read_bytes()).hexdigest() if size <= self.max_file_bytes else ""
-        except OSError:
-            size, file_hash = 0, ""
-        document = NewDocument(
-            user_id=user_id,
-            set_id=set_id,
-            source_uri=str(path),
-            file_uri=str(path),
-            file_hash=file_hash,
-            content_hash="",
-            filename=path.name,
-            size=size,
-            parser="none",
-        )
-        self.store.record_failed_document(document, f"{type(exc).__name__}: {exc.message}")
-
     # ------------------------------------------------------------------ index stages
     def _index_set(
-        self, user_id: int, set_id: int, touched: list[_Touched], job_id: str | None, report: IngestReport
+        self,
+        user_id: int,
+        set_id: int,
+        touched: list[_Touched],
+        job_id: str | None,
+        report: IngestReport,
+        failures: FailureLog,
+        per_file: dict[str, dict[str, int]],
     ) -> None:
         results: dict[str, StageResult] = {}
         for kind in self.kinds:
@@ -419,12 +419,35 @@ class SourceSync:
             run_id = self._start_run(doc_id, job_id)
             self.store.set_stage(run_id, Stage.CHUNKING, RunStatus.SKIPPED)
             touched.append(_Touched(doc_id=doc_id, run_id=run_id, chunk_count=0, chunking_ms=0.0))
-        self._finish_runs(touched, results)
+        for item, stage, error in self._finish_runs(touched, results):
+            if item.outcome is None:  # not parsed by this run: look up where it comes from
+                row = self.store.get_document(item.doc_id)
+                item.file_uri, item.source_uri = row.file_uri, row.source_uri
+            else:
+                report.documents[item.outcome] -= 1
+                counts = per_file.setdefault(item.file_uri, {})
+                counts[item.outcome] -= 1
+                counts["failed"] = counts.get("failed", 0) + 1
+            report.documents["failed"] += 1
+            failures.index_failed(
+                file_uri=item.file_uri, source_uri=item.source_uri, doc_id=item.doc_id, stage=stage, error=error
+            )
+        if any(f["stage"] not in (Stage.LOADING, Stage.CHUNKING) for f in report.failures):
+            report.notes.append(
+                "documents failed to index: `ragindex repair` retries their chunks below RAGINDEX_MAX_ATTEMPTS, "
+                "`ragindex reindex --failed` retries every FAILED chunk"
+            )
 
-    def _finish_runs(self, touched: Sequence[_Touched], results: dict[str, StageResult]) -> None:
-        """Close every run of this ingest and settle its document's status, in two queries."""
+    def _finish_runs(
+        self, touched: Sequence[_Touched], results: dict[str, StageResult]
+    ) -> list[tuple[_Touched, str, str | None]]:
+        """Close every run of this ingest and settle its document's status, in two queries.
+
+        Returns the documents that failed, with the first failed stage and its error.
+        """
         outcomes = self.store.index_outcomes([t.doc_id for t in touched], self.kinds)
         settled = []
+        failed: list[tuple[_Touched, str, str | None]] = []
         for item in touched:
             failed_stage: str | None = None
             error: str | None = None
@@ -437,6 +460,8 @@ class SourceSync:
                 stages[kind] = (RunStatus.FAILED if problem else RunStatus.SUCCESS, spent)
                 if problem and failed_stage is None:
                     failed_stage, error = Stage(kind.upper()), problem
+            if failed_stage is not None:
+                failed.append((item, failed_stage, error))
             settled.append(
                 {
                     "run_id": item.run_id,
@@ -449,3 +474,9 @@ class SourceSync:
                 }
             )
         self.store.settle_runs(settled)
+        return failed
+
+
+def _load_failure(doc: DocumentRow, file_uri: str) -> bool:
+    """Whether ``doc`` is the FAILED stand-in recorded for a file that could not be loaded."""
+    return doc.status == RunStatus.FAILED and not doc.content_hash and doc.source_uri == file_uri

@@ -140,6 +140,7 @@ class JobRunner:
                 user_id=job.user_id,
                 set_id=job.set_id,
                 keep_missing=True,
+                per_file=True,
                 job_id=job_id,
                 progress=lambda event, data: self._on_progress(job_id, event, data),
             )

@@ -178,7 +178,12 @@ class JobHandler:
         started = time.perf_counter()
         try:
             report = self.engine.ingest(
-                [Path(f) for f in files], user_id=user_id, set_id=set_id, keep_missing=True, job_id=job_id
+                [Path(f) for f in files],
+                user_id=user_id,
+                set_id=set_id,
+                keep_missing=True,
+                per_file=True,
+                job_id=job_id,
             )
         except (Exception, TimeLimitExceeded) as exc:
             message = getattr(exc, "message", None) or str(exc) or "time limit exceeded"

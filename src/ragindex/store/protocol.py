@@ -24,7 +24,10 @@ class DocumentStore(Protocol):
     """Documents: versions by file and content hash, processing status, removal."""
 
     def file_hashes(self, user_id: int, set_id: int) -> dict[str, tuple[str, int]]:
-        """file_uri -> (committed file hash, documents) of a set's ACTIVE documents ("" when they disagree)."""
+        """file_uri -> (committed file hash, documents) of a set's ACTIVE documents.
+
+        The hash is "" when the documents disagree or one of them is FAILED: the file is parsed again.
+        """
         ...
 
     def files_chunked_otherwise(self, user_id: int, set_id: int, fingerprint: str) -> set[str]:

@@ -27,17 +27,19 @@ class SqlDocuments(SqlCore):
     def file_hashes(self, user_id: int, set_id: int) -> dict[str, tuple[str, int]]:
         """file_uri -> (file hash, documents) of the ACTIVE documents of a set, in one query.
 
-        Every document of a file must carry the same committed hash, else the file counts as
-        changed (hash ""). The no-op check of an ingest is this one query plus hashing the files.
+        Every document of a file must carry the same committed hash and not be FAILED, else the file
+        counts as changed (hash ""): it is parsed again. The no-op check of an ingest is this one query
+        plus hashing the files.
         """
         with self._tx() as conn:
             rows = conn.execute(
-                select(DOC.file_uri, DOC.file_hash).where(
+                select(DOC.file_uri, DOC.file_hash, DOC.status).where(
                     DOC.user_id == user_id, DOC.set_id == set_id, DOC.lifecycle_status == Lifecycle.ACTIVE
                 )
             ).all()
         state: dict[str, tuple[str, int]] = {}
-        for file_uri, file_hash in rows:
+        for file_uri, committed, status in rows:
+            file_hash = "" if status == RunStatus.FAILED else committed
             previous = state.get(file_uri)
             if previous is None:
                 state[file_uri] = (file_hash, 1)

@@ -280,6 +280,17 @@ class TruthStoreContract:
             "docs/new.txt",
         ]
 
+    def test_a_file_with_a_failed_document_has_no_file_hash(self, store: SqlTruthStore) -> None:
+        """A FAILED document (load, chunking or index failure) makes its file's hash '': the next sync parses it."""
+        ingest(store, ["r1"], source_uri="docs/r.jsonl#1", file_uri="docs/r.jsonl", file_hash="2" * 64)
+        second, _ = ingest(store, ["r2"], source_uri="docs/r.jsonl#2", file_uri="docs/r.jsonl", file_hash="2" * 64)
+        store.record_failed_document(new_document("docs/bad.json", file_hash="b" * 64), "DocumentLoadError: bad")
+        assert store.file_hashes(1, 1) == {"docs/r.jsonl": ("2" * 64, 2), "docs/bad.json": ("", 1)}
+        store.set_document_status(second, RunStatus.FAILED, "dense: encoder down")
+        assert store.file_hashes(1, 1)["docs/r.jsonl"] == ("", 2)
+        store.set_document_status(second, RunStatus.SUCCESS)
+        assert store.file_hashes(1, 1)["docs/r.jsonl"] == ("2" * 64, 2)
+
     # ------------------------------------------------------------------ chunk diff
     def test_replace_chunks_first_time_adds_pending_for_enabled_kinds(self, store: SqlTruthStore) -> None:
         """New content gets new ids, PENDING for enabled kinds and NULL for disabled ones; hashes are committed."""

@@ -1,0 +1,282 @@
+"""Parsing in a child process: a hang, a crash or a runaway parser costs one file, never the ingest.
+
+:class:`IsolatedParser` keeps one long-lived child (``python -c ... serve()``) and sends it each file's path and
+bytes over a pipe; the child runs the file's loader and answers with the documents or the error. A file whose
+parse takes longer than the timeout gets its child killed (SIGKILL: a parser stuck in C code ignores anything
+gentler) and a :class:`~ragindex.errors.ParseTimeoutError`; a child that dies (a segfault, the kernel's OOM
+killer, ``os._exit`` in a parser) gives a :class:`~ragindex.errors.DocumentLoadError` naming the signal. The next
+file starts a fresh child. Any exception of a loader in the child (``RecursionError``, ``MemoryError``,
+``UnicodeError``, ``OSError``, a parser's own errors) comes back as a ``DocumentLoadError`` of that file.
+
+The child is started on the first file that must be parsed (a no-op ingest never starts it) and costs about
+0.2 s; each file then costs one round trip of its bytes through a pipe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import select
+import signal
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+from ragindex import errors
+from ragindex.errors import ConfigurationError, DocumentLoadError, ParseTimeoutError
+from ragindex.loaders.registry import LoaderRegistry
+from ragindex.types import Document
+
+_LENGTH = struct.Struct("!Q")
+START_SECONDS = 60.0
+"""How long a child may take to start (import the loaders); the parse timeout starts once it is ready."""
+_CHILD = "import sys; sys.path.insert(0, {root!r}); from ragindex.loaders.isolated import serve; serve({parent})"
+
+
+class IsolatedParser:
+    """Parses files with the loaders of ``registry`` in a child process that a timeout kills.
+
+    Args:
+        registry: The loaders. It is pickled to the child, so a loader added with ``LoaderRegistry(extra=...)``
+            must be importable there (the child gets this process's ``sys.path``).
+        timeout: Seconds one file may take (``RAGINDEX_PARSE_TIMEOUT_SECONDS``); 0 parses in this process,
+            with no limit and no isolation.
+
+    Use as a context manager, or call :meth:`close`, so the child ends with the ingest.
+    """
+
+    def __init__(self, registry: LoaderRegistry, *, timeout: float) -> None:
+        self.registry = registry
+        self.timeout = timeout
+        self._child: subprocess.Popen[bytes] | None = None
+        self._busy = False  # a file is being parsed: closing must not wait for it
+        self.started = 0  # children started (one, plus one after each timeout or crash)
+
+    def __enter__(self) -> IsolatedParser:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def load(self, path: Path, data: bytes) -> list[Document]:
+        """The documents of ``path`` (whose bytes are ``data``), parsed by the loader of its suffix.
+
+        Raises:
+            ConfigurationError: The child process could not start.
+            UnsupportedFormatError: No loader handles the suffix.
+            ParseTimeoutError: The parse took longer than the timeout; the child was killed.
+            DocumentLoadError: The loader failed (whatever it raised), or the child died while parsing.
+        """
+        loader = self.registry.for_path(path)
+        if self.timeout <= 0:
+            return loader.load(path, data)
+        if self._child is not None and self._child.poll() is not None:  # died while idle: not this file's fault
+            self._kill()
+        child = self._child or self._start()
+        request = pickle.dumps((str(path), data), protocol=pickle.HIGHEST_PROTOCOL)
+        deadline = time.monotonic() + self.timeout
+        self._busy = True
+        try:
+            _write_frame(_stdin(child), request)
+            reply = _read_frame(_stdout(child).fileno(), deadline)
+            self._busy = False
+        except TimeoutError:
+            self._kill()
+            raise ParseTimeoutError(
+                f"{path.name}: parsing took longer than {self.timeout:g} s and was stopped "
+                "(RAGINDEX_PARSE_TIMEOUT_SECONDS)",
+                path=str(path),
+                timeout=self.timeout,
+            ) from None
+        except (OSError, EOFError):  # a broken pipe or end of file: the child died
+            code = self._kill()
+            raise DocumentLoadError(
+                f"{path.name}: the parser process died while parsing it ({_describe(code)}): a parser crash, "
+                "or it ran out of memory",
+                path=str(path),
+            ) from None
+        status, payload = pickle.loads(reply)
+        if status == "ok":
+            documents: list[Document] = payload
+            return documents
+        raise _rebuild(path, *payload)
+
+    def close(self) -> None:
+        """End the child: it exits when its input closes (killed at once when interrupted mid-parse, else after 5 s)."""
+        if self._busy:
+            self._kill()
+        child, self._child = self._child, None
+        if child is None:
+            return
+        try:
+            _stdin(child).close()
+            child.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            child.kill()
+            child.wait()
+        finally:
+            _stdout(child).close()
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        try:
+            registry = pickle.dumps(self.registry, protocol=pickle.HIGHEST_PROTOCOL)
+        except (pickle.PicklingError, AttributeError, TypeError) as exc:
+            raise _not_started(f"the loaders do not pickle ({type(exc).__name__}: {exc})") from exc
+        root = str(Path(__file__).resolve().parents[2])  # the directory holding this ragindex package
+        child = subprocess.Popen(
+            [sys.executable, "-c", _CHILD.format(root=root, parent=os.getpid())],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            bufsize=0,
+            close_fds=True,
+        )
+        self._child = child
+        self.started += 1
+        try:
+            _write_frame(_stdin(child), pickle.dumps(list(sys.path)))
+            _write_frame(_stdin(child), registry)
+            status, detail = pickle.loads(_read_frame(_stdout(child).fileno(), time.monotonic() + START_SECONDS))
+        except (OSError, EOFError, TimeoutError) as exc:
+            status, detail = "error", f"{type(exc).__name__} (see its output above)"
+        if status != "ready":
+            self._kill()
+            raise _not_started(detail)
+        return child
+
+    def _kill(self) -> int:
+        self._busy = False
+        child, self._child = self._child, None
+        if child is None:
+            return 0
+        child.kill()
+        code = child.wait()
+        for stream in (_stdin(child), _stdout(child)):
+            with contextlib.suppress(OSError):  # the pipe to a dead child cannot flush: nothing is lost
+                stream.close()
+        return code
+
+
+def _not_started(detail: str) -> ConfigurationError:
+    return ConfigurationError(
+        f"the parser process did not start: {detail}. A loader added with LoaderRegistry(extra=...) must be "
+        "importable in a new Python process; RAGINDEX_PARSE_TIMEOUT_SECONDS=0 parses in-process instead."
+    )
+
+
+def _stdin(child: subprocess.Popen[bytes]) -> IO[bytes]:
+    assert child.stdin is not None  # Popen(stdin=PIPE) always sets it
+    return child.stdin
+
+
+def _stdout(child: subprocess.Popen[bytes]) -> IO[bytes]:
+    assert child.stdout is not None  # Popen(stdout=PIPE) always sets it
+    return child.stdout
+
+
+def _describe(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit code {returncode}"
+
+
+def _rebuild(path: Path, kind: str, message: str, context: dict[str, Any]) -> DocumentLoadError:
+    """The parent's error for what a loader raised in the child: its own class when it is a load error."""
+    cls = getattr(errors, kind, None)
+    if isinstance(cls, type) and issubclass(cls, DocumentLoadError):
+        try:
+            return cls(message, **context)
+        except TypeError:  # a subclass with another signature: keep the message
+            pass
+    return DocumentLoadError(f"{path.name}: {kind}: {message}", path=str(path), error=kind)
+
+
+def _write_frame(stream: IO[bytes], payload: bytes) -> None:
+    stream.write(_LENGTH.pack(len(payload)))
+    stream.write(payload)
+    stream.flush()
+
+
+def _read_frame(fd: int, deadline: float | None) -> bytes:
+    """One length-prefixed frame from ``fd``; TimeoutError past ``deadline``, EOFError at end of file."""
+    (size,) = _LENGTH.unpack(_read_exact(fd, _LENGTH.size, deadline))
+    return _read_exact(fd, size, deadline)
+
+
+def _read_exact(fd: int, size: int, deadline: float | None) -> bytes:
+    parts: list[bytes] = []
+    left = size
+    while left:
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                raise TimeoutError
+        part = os.read(fd, min(left, 1 << 20))
+        if not part:
+            raise EOFError
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
+def serve(parent: int | None = None) -> None:
+    """The child's loop: read (path, bytes) frames from stdin, answer each with a frame on the original stdout.
+
+    The loaders' own prints go to stderr (file descriptor 1 is pointed there), so they can never corrupt a reply.
+    On Linux the child is killed when ``parent`` dies, even in the middle of a hanging parse.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent decides
+    _die_with(parent)
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    requests = sys.stdin.buffer.fileno()
+    try:
+        paths: list[str] = pickle.loads(_read_frame(requests, None))
+        sys.path[:0] = [p for p in paths if p not in sys.path]
+        try:
+            registry: LoaderRegistry = pickle.loads(_read_frame(requests, None))
+        except Exception as exc:  # a loader class that this process cannot import
+            _write_frame(replies, pickle.dumps(("error", f"{type(exc).__name__}: {exc}")))
+            return
+        _write_frame(replies, pickle.dumps(("ready", None)))
+        while True:
+            raw_path, data = pickle.loads(_read_frame(requests, None))
+            _write_frame(replies, _answer(registry, Path(raw_path), data))
+    except EOFError:  # the parent closed the pipe: the ingest is over
+        return
+
+
+def _die_with(parent: int | None) -> None:
+    """Ask the kernel for SIGKILL when the parent dies (a parent killed by SIGKILL cannot kill its child itself)."""
+    if parent is None or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != parent:  # it died before the request took effect
+        os._exit(0)
+
+
+def _answer(registry: LoaderRegistry, path: Path, data: bytes) -> bytes:
+    try:
+        reply: tuple[str, Any] = ("ok", registry.for_path(path).load(path, data))
+        return pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+    # every failure of one file is that file's error (a parser may raise anything, MemoryError included)
+    except Exception as exc:
+        message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+        context = getattr(exc, "context", None) or {}
+        try:
+            return pickle.dumps(("error", (type(exc).__name__, message, dict(context))))
+        except Exception:  # a context value that does not pickle: the message is what matters
+            return pickle.dumps(("error", (type(exc).__name__, message, {})))

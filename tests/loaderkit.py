@@ -1,0 +1,36 @@
+"""Loaders that misbehave on purpose, for the tests of parse isolation (importable by the parser's child process).
+
+Each one stands in for a third-party parser that hangs, crashes its process, runs out of memory or prints; the
+thing under test is the isolation around it (:class:`ragindex.loaders.isolated.IsolatedParser`), never these.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from pathlib import Path
+
+from ragindex.types import Document
+
+
+class MisbehavingLoader:
+    """``.hang`` waits forever, ``.crash`` kills its own process with SIGSEGV, ``.oom`` raises MemoryError,
+    ``.chatty`` prints to stdout before answering, ``.exit`` calls ``os._exit(3)``."""
+
+    name = "misbehaving"
+    suffixes = (".hang", ".crash", ".oom", ".chatty", ".exit")
+
+    def load(self, path: Path, data: bytes) -> list[Document]:
+        suffix = path.suffix
+        if suffix == ".hang":
+            threading.Event().wait()
+        elif suffix == ".crash":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        elif suffix == ".oom":
+            raise MemoryError
+        elif suffix == ".exit":
+            os._exit(3)
+        elif suffix == ".chatty":
+            print("a parser that talks on stdout", flush=True)
+        return [Document(source_uri=str(path), text=data.decode("utf-8"), parser=self.name)]
