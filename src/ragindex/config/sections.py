@@ -276,7 +276,8 @@ class RetrievalSettings(SettingsSection):
     default_top_k: int = Field(10, ge=1, le=1000, description="Hits returned when the caller gives no top_k.")
     candidates_per_source: int = Field(50, ge=1, le=10000, description="Candidates fetched per source before fusion.")
     fusion: Literal["rrf", "dbsf", "combine", "boost"] = Field(
-        "rrf", description="Default hybrid fusion: `rrf`, `dbsf`, `combine` or `boost`."
+        "dbsf",
+        description="Default hybrid fusion: `dbsf` (distribution-based score fusion), `rrf`, `combine` or `boost`.",
     )
     rrf_k: int = Field(60, ge=1, description="RRF constant k.")
     rrf_weights: dict[str, float] = Field(
