@@ -93,12 +93,18 @@ def m005_sections_and_context(conn: Connection) -> None:
         next(i for i in schema.chunks.indexes if i.name == "ix_chunks_section").create(conn)
 
 
+def m009_reconciler_lock(conn: Connection) -> None:
+    """The ``reconciler`` table: the periodic reconciler's running totals and, on SQLite, its lease row."""
+    schema.reconciler.create(conn, checkfirst=True)
+
+
 # The truth store's steps. The HTTP service's tables (jobs, API keys) have their own steps in
 # ragindex.service.schema, recorded in the same schema_migrations table.
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("m001_initial_schema", m001_initial_schema),
     ("m002_mysql_exact_keys_and_times", m002_mysql_exact_keys_and_times),
     ("m005_sections_and_context", m005_sections_and_context),
+    ("m009_reconciler_lock", m009_reconciler_lock),
 )
 
 
