@@ -46,6 +46,16 @@ def reconciler(engine: Engine) -> Reconciler:
     return engine.reconciler(owner="test")
 
 
+@pytest.fixture
+def failed_doc(engine: Engine, corpus: Path) -> int:
+    """A document whose one chunk failed to embed (the encoder raised): FAILED, attempts 1."""
+    faults.arm("dense.after_encode")
+    doc_id = add_file(engine, corpus, "octopus.txt", "Octopuses have three hearts and blue blood.")
+    faults.disarm_all()
+    assert dense_rows(engine, doc_id) == [("FAILED", 1)]
+    return doc_id
+
+
 def test_a_healthy_system_gives_a_pass_nothing_to_do(engine: Engine, reconciler: Reconciler) -> None:
     report = reconciler.run_pass()
     assert report.held and report.actions == {"retry": 0, "release": 0, "purge": 0, "finish": 0}
@@ -55,12 +65,9 @@ def test_a_healthy_system_gives_a_pass_nothing_to_do(engine: Engine, reconciler:
 
 
 def test_failed_copies_are_retried_once_their_backoff_is_over(
-    engine: Engine, reconciler: Reconciler, corpus: Path
+    engine: Engine, reconciler: Reconciler, failed_doc: int
 ) -> None:
-    faults.arm("dense.after_encode")
-    doc_id = add_file(engine, corpus, "octopus.txt", "Octopuses have three hearts and blue blood.")
-    faults.disarm_all()
-    assert dense_rows(engine, doc_id) == [("FAILED", 1)]
+    doc_id = failed_doc
     assert engine.store.get_document(doc_id).status == "FAILED"
 
     assert reconciler.run_pass().actions["retry"] == 0, "30 s have not passed since the failure"
@@ -171,11 +178,9 @@ def test_a_stuck_run_whose_failures_are_exhausted_closes_failed(
 
 
 def test_a_pass_does_nothing_while_another_process_holds_the_lock(
-    engine: Engine, reconciler: Reconciler, corpus: Path
+    engine: Engine, reconciler: Reconciler, failed_doc: int
 ) -> None:
-    faults.arm("dense.after_encode")
-    doc_id = add_file(engine, corpus, "octopus.txt", "Octopuses have three hearts and blue blood.")
-    faults.disarm_all()
+    doc_id = failed_doc
     reconciler.clock = later(10**6)
     other = SqlTruthStore(engine.settings.resolved_database_url)  # another process's connections
     try:

@@ -34,10 +34,6 @@ _STATUS: dict[str, str] = {RunStatus.SUCCESS: "success", RunStatus.FAILED: "fail
 _STAGE_ORDER = ("chunking", "dense", "bm25", "sparse")
 
 
-def _under(file_uri: str, roots: Sequence[str]) -> bool:
-    return any(file_uri == root or file_uri.startswith(root.rstrip("/") + "/") for root in roots)
-
-
 def _stage(status: str, run: RunRow | None) -> str:
     """The failed stage of a failed document, the first unfinished one of an open run, else the last that ran."""
     if run is None:
@@ -142,10 +138,16 @@ def job_document_events(
     ran: dict[int, RunRow] = {}
     for run in store.runs(job_id=job_id):  # newest first: keep each document's newest run of this job
         ran.setdefault(run.doc_id, run)
-    roots = [str(Path(f).expanduser().resolve()) for f in files]
+    found: dict[int, DocumentRow] = {}
+    for name in files:
+        path = Path(name).expanduser().resolve()
+        of_file = store.documents_of_file(user_id, set_id, str(path))  # indexed: an upload's files are files
+        if not of_file and path.is_dir():
+            of_file = store.find_documents_under(user_id, set_id, str(path))
+        found.update((d.doc_id, d) for d in of_file)
+    for doc_id in sorted(set(ran) - set(found)):  # documents of the set that the job indexed without parsing them
+        found[doc_id] = store.get_document(doc_id)
+    docs = [found[doc_id] for doc_id in sorted(found)]
     failed_files = {str(f.get("source")) for f in (report or {}).get("failures", [])}
-    docs = [
-        d for d in store.list_documents(user_id=user_id, set_id=set_id) if d.doc_id in ran or _under(d.file_uri, roots)
-    ]
     unchanged = frozenset(d.doc_id for d in docs if d.doc_id not in ran and d.file_uri not in failed_files)
     return document_events(store, docs, trigger="ingest", job_id=job_id, runs=ran, unchanged=unchanged)
