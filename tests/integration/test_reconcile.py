@@ -17,6 +17,7 @@ import pytest
 
 from ragindex.clock import utcnow
 from ragindex.engine import Engine
+from ragindex.errors import ValidationError
 from ragindex.pipeline import faults
 from ragindex.pipeline.reconcile import PassReport, ReconcileLoop, Reconciler
 from ragindex.store.sql import SqlTruthStore
@@ -219,7 +220,7 @@ def test_the_loop_runs_a_pass_at_once_then_every_interval_and_survives_errors(
 
     failing = ReconcileLoop(Reconciler(engine.store, broken, engine.kinds, reconciler.policy), 3600)
     assert failing.tick() is None and failing.counts["error"] == 1
-    with pytest.raises(ValueError, match="interval"):
+    with pytest.raises(ValidationError, match="interval"):
         ReconcileLoop(reconciler, 0)
 
 

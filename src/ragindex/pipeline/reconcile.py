@@ -33,6 +33,7 @@ from typing import Any
 
 from ragindex.clock import utcnow
 from ragindex.config.sections import PipelineSettings
+from ragindex.errors import ValidationError
 from ragindex.pipeline.compensation import recover_documents, release_stale_claims, settle_stuck_runs
 from ragindex.pipeline.indexer import Indexer
 from ragindex.pipeline.manage import purge_rows
@@ -222,7 +223,9 @@ class ReconcileLoop:
         thread_init: Callable[[], None] | None = None,
     ) -> None:
         if interval <= 0:
-            raise ValueError("the reconcile interval must be > 0 (0 means: do not start the loop)")
+            raise ValidationError(
+                "interval", f"must be > 0 (RAGINDEX_RECONCILE_INTERVAL_SECONDS=0: no loop), got {interval}"
+            )
         self.reconciler = reconciler
         self.interval = interval
         self.on_pass = on_pass

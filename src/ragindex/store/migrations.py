@@ -94,8 +94,13 @@ def m005_sections_and_context(conn: Connection) -> None:
 
 
 def m009_reconciler_lock(conn: Connection) -> None:
-    """The ``reconciler`` table: the periodic reconciler's running totals and, on SQLite, its lease row."""
+    """The ``reconciler`` table (the reconciler's totals and, on SQLite, its lease row) and the purge scan's index.
+
+    Without ``ix_chunks_unpurged`` every pass would read the whole chunks table to find REMOVED rows not yet purged.
+    """
     schema.reconciler.create(conn, checkfirst=True)
+    if "ix_chunks_unpurged" not in {i["name"] for i in inspect(conn).get_indexes("chunks")}:
+        next(i for i in schema.chunks.indexes if i.name == "ix_chunks_unpurged").create(conn)
 
 
 # The truth store's steps. The HTTP service's tables (jobs, API keys) have their own steps in

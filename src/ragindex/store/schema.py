@@ -125,6 +125,7 @@ chunks = Table(
     Index("ix_chunks_bm25", "bm25_status", "lifecycle_status"),
     Index("ix_chunks_sparse", "sparse_status", "lifecycle_status"),
     Index("ix_chunks_bucket", "bucket_id", "lifecycle_status"),
+    Index("ix_chunks_unpurged", "lifecycle_status", "purged_at"),  # m009: the reconciler's purge scan
     **TABLE_OPTIONS,
 )
 

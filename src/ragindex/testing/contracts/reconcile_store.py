@@ -11,9 +11,12 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import delete, inspect
 
 from ragindex.clock import utcnow
 from ragindex.errors import ValidationError
+from ragindex.store import schema
+from ragindex.store.migrations import apply_migrations
 from ragindex.store.records import UnitTally
 from ragindex.store.sql import SqlTruthStore
 from ragindex.testing.contracts.truth_store import index_done, ingest, statuses
@@ -37,6 +40,22 @@ class ReconcileStoreContract:
         other = SqlTruthStore(store.url)
         yield other
         other.close()
+
+    # ------------------------------------------------------------------ the migration
+    def test_m009_upgrades_a_store_made_before_it(self, store: SqlTruthStore) -> None:
+        """A database migrated up to m005 gets the ``reconciler`` table and the purge scan's index, once."""
+        index = next(i for i in schema.chunks.indexes if i.name == "ix_chunks_unpurged")
+        with store.engine.begin() as conn:
+            index.drop(conn)
+            schema.reconciler.drop(conn)
+            conn.execute(
+                delete(schema.schema_migrations).where(schema.schema_migrations.c.name == "m009_reconciler_lock")
+            )
+        assert apply_migrations(store.engine) == ["m009_reconciler_lock"]
+        with store.engine.connect() as conn:
+            assert "ix_chunks_unpurged" in {i["name"] for i in inspect(conn).get_indexes("chunks")}
+        assert store.reconcile_totals() is None
+        assert apply_migrations(store.engine) == []
 
     # ------------------------------------------------------------------ due retries
     def test_due_retries_wait_for_the_backoff_of_each_attempt(self, store: SqlTruthStore) -> None:
