@@ -11,6 +11,8 @@ monotonic clock, and how many passes were skipped because the other process held
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sys
 import time
 
@@ -36,7 +38,8 @@ class TimedReconciler(Reconciler):
 
 
 def main() -> None:
-    url, owner, mode, *rest = sys.argv[1:]
+    url, label, mode, *rest = sys.argv[1:]
+    owner = f"{socket.gethostname()}:{os.getpid()}:{label}"  # as the service and the workers name themselves
     store = SqlTruthStore(url)
     try:
         if mode in ("hold", "try"):
@@ -58,7 +61,7 @@ def main() -> None:
             if not reconciler.run_pass().held:
                 skipped += 1
             time.sleep(0.002)
-        print(json.dumps({"owner": owner, "spans": reconciler.spans, "skipped": skipped}), flush=True)
+        print(json.dumps({"owner": label, "spans": reconciler.spans, "skipped": skipped}), flush=True)
     finally:
         store.close()
 

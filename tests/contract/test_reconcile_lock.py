@@ -75,17 +75,14 @@ def test_a_second_process_is_refused_until_the_holder_releases(url: str) -> None
 
 
 @pytest.mark.parametrize("url", DATABASES, indirect=True)
-def test_a_holder_killed_with_sigkill(url: str, request: pytest.FixtureRequest) -> None:
-    """A server drops a dead holder's lock with its session; SQLite keeps the lease until it lapses (600 s here)."""
+def test_a_holder_killed_with_sigkill_frees_the_lock(url: str) -> None:
+    """A server drops a dead holder's lock with its session; SQLite sees that the lease's pid is gone on this host."""
     with probe(url, "doomed", "hold") as holder:
         assert line(holder) == "held"
-        holder.kill()  # SIGKILL while holding the lock
+        holder.kill()  # SIGKILL while holding the lock: nothing is released by the holder
         holder.wait(60)
-    if "sqlite" in request.node.callspec.id:
-        assert attempt(url, "next") == "refused"
-        return
     deadline = time.monotonic() + 30
-    while (outcome := attempt(url, "next")) != "held":  # the server notices the closed socket within moments
+    while (outcome := attempt(url, "next")) != "held":  # a server notices the closed socket within moments
         assert time.monotonic() < deadline, outcome
         time.sleep(0.2)
 

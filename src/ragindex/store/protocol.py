@@ -359,7 +359,8 @@ class ReconcileStore(Protocol):
         """Try, without waiting, to become the one reconciler of this database; the context yields whether it did.
 
         Released on exit. MySQL/MariaDB and PostgreSQL use a session advisory lock (a dead holder's lock goes with
-        its connection); SQLite, a lease row that another owner may take once ``lease_seconds`` have passed.
+        its connection); SQLite, a lease row that another owner may take once ``lease_seconds`` have passed, or at
+        once when its ``owner`` (``host:pid:...``) is a process of this host that no longer runs.
         """
         ...
 

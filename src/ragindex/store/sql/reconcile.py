@@ -3,13 +3,16 @@
 The lock is what makes "one reconciler acts at a time" hold across processes and hosts. On PostgreSQL it is
 ``pg_try_advisory_lock`` and on MySQL/MariaDB ``GET_LOCK(name, 0)``: both belong to a database session, so a
 holder that dies (SIGKILL, lost host) loses the lock with its connection and the next process takes it at once.
-SQLite has no sessions to speak of: its lock is a lease row in ``reconciler`` that a crashed holder keeps until
-``lease_until`` passes.
+SQLite has no sessions to speak of: its lock is a lease row in ``reconciler``. A SQLite file lives on one host, so
+a lease whose owner (``host:pid:...``) names a process of this host that no longer runs is taken at once; any
+other lease is kept until ``lease_until`` passes.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import socket
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -178,7 +181,12 @@ class SqlReconcile(SqlCore):
         with self._claim_tx() as conn:
             _ensure_row(conn)
             current = conn.execute(select(R.owner, R.lease_until).where(R.name == _ROW)).one()
-            free = current.owner in (None, owner) or current.lease_until is None or current.lease_until < now
+            free = (
+                current.owner in (None, owner)
+                or current.lease_until is None
+                or current.lease_until < now
+                or _holder_gone(current.owner)
+            )
             if free:
                 conn.execute(update(schema.reconciler).where(R.name == _ROW).values(**values))
             return bool(free)
@@ -225,6 +233,21 @@ class SqlReconcile(SqlCore):
             last_pass_ms=row.last_pass_ms,
             last_owner=row.last_owner,
         )
+
+
+def _holder_gone(owner: str) -> bool:
+    """Whether ``owner`` (``host:pid:...``) names a process of this host that no longer runs."""
+    host, _, rest = owner.partition(":")
+    pid = rest.split(":", 1)[0]
+    if host != socket.gethostname() or not pid.isdigit() or int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # it exists, under another user
+        return False
+    return False
 
 
 def _ensure_row(conn: Connection) -> None:

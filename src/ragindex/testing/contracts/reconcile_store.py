@@ -7,6 +7,10 @@ MySQL/MariaDB and PostgreSQL all show the same due retries, open work, unit tall
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -160,6 +164,20 @@ class ReconcileStoreContract:
             abandoned.__exit__(None, None, None)
         with second_store.reconcile_lock("next", lease_seconds=60) as taken:
             assert taken
+
+    def test_a_lock_whose_holder_process_is_gone(self, store: SqlTruthStore, second_store: SqlTruthStore) -> None:
+        """A holder named ``host:pid:...`` whose process has exited on this host: SQLite's lease is free at once."""
+        exited = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+        dead = f"{socket.gethostname()}:{int(exited.stdout)}:x"
+        alive = f"{socket.gethostname()}:{os.getppid()}:x"  # the test runner's parent: running
+        for owner, free in ((dead, True), (alive, False)):
+            holder = store.reconcile_lock(owner, lease_seconds=600)
+            assert holder.__enter__()
+            try:
+                with second_store.reconcile_lock("next", lease_seconds=60) as taken:
+                    assert taken == (free and store.dialect == "sqlite"), owner
+            finally:
+                holder.__exit__(None, None, None)
 
     # ------------------------------------------------------------------ totals
     def test_reconcile_totals_add_up_every_pass(self, store: SqlTruthStore, second_store: SqlTruthStore) -> None:
