@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ragindex.index.protocol import VectorIndex
     from ragindex.pipeline.indexer import Indexer
     from ragindex.pipeline.manage import ChunkManager
+    from ragindex.pipeline.reconcile import Reconciler
     from ragindex.pipeline.reindex import ReindexReport
     from ragindex.pipeline.repair import Repairer, RepairReport
     from ragindex.pipeline.sync import IngestReport, ProgressFn
@@ -427,6 +428,13 @@ class Engine:
                 # create the collection it would have created, so its chunks are indexed now
                 self.write_collection()
         return self._repairer(stale_seconds).run(dry_run=dry_run)
+
+    def reconciler(self, *, owner: str | None = None) -> Reconciler:
+        """The periodic reconciler over this store and the ACTIVE collection (:mod:`ragindex.pipeline.reconcile`)."""
+        from ragindex.pipeline.reconcile import ReconcilePolicy, Reconciler
+
+        policy = ReconcilePolicy.from_settings(self.settings.pipeline)
+        return Reconciler(self.store, self._active_indexer, self.kinds, policy, owner=owner)
 
     def repair_stale_indexing(self, limit: int | None = None, *, stale_seconds: float | None = None) -> dict[str, Any]:
         """Release INDEXING claims older than the stale timeout (up to ``limit`` per kind), then index those chunks."""

@@ -19,7 +19,14 @@ import pytest
 from workerkit import Queues, WebhookReceiver, WorkerProcess, worker_env
 
 from ragindex.config.settings import Settings
-from ragindex.service.queue import RESULT_ACTOR, IngestQueue, build_broker, ingest_message, submit_ingest
+from ragindex.service.queue import (
+    DOCUMENT_ACTOR,
+    RESULT_ACTOR,
+    IngestQueue,
+    build_broker,
+    ingest_message,
+    submit_ingest,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.mysql]
 
@@ -32,23 +39,36 @@ DOCS = {
 }
 
 
-def collect_events(broker: Any, queue: str, want: int, worker: WorkerProcess, timeout: float = 75.0) -> list[Any]:
-    """Consume ``want`` result messages (acknowledging them), failing early if the worker died."""
+def collect_events(
+    broker: Any, queue: str, want: int, worker: WorkerProcess, timeout: float = 75.0
+) -> tuple[list[Any], list[dict[str, Any]]]:
+    """Consume result messages until ``want`` job events (acknowledging all), failing early if the worker died.
+
+    Returns the job messages and the ``document_result`` events sent before them (a job's come first).
+    """
     consumer = broker.consume(queue, timeout=500)
     messages: list[Any] = []
+    documents: list[dict[str, Any]] = []
     deadline = time.monotonic() + timeout
     try:
         while len(messages) < want:
             message = next(consumer)
             if message is not None:
                 consumer.ack(message)
-                messages.append(message)
+                if message.actor_name == DOCUMENT_ACTOR:
+                    documents.append(message.args[0])
+                else:
+                    messages.append(message)
                 continue
             assert worker.alive(), f"the worker exited:\n{worker.output()}"
             assert time.monotonic() < deadline, f"{len(messages)}/{want} events after {timeout} s:\n{worker.output()}"
     finally:
         consumer.close()
-    return messages
+    return messages, documents
+
+
+def without_time(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(({k: v for k, v in e.items() if k != "at"} for e in events), key=lambda e: e["doc_id"])
 
 
 @pytest.fixture
@@ -115,9 +135,20 @@ def test_worker_runs_jobs_publishes_results_and_ignores_redelivery(
     )
     worker = WorkerProcess(env, tmp_path / "worker.log", "--queue", queues.ingest)
     try:
-        messages = collect_events(broker, queues.results, 2, worker)
+        messages, documents = collect_events(broker, queues.results, 2, worker)
         events = {m.args[0]["job_id"]: m.args[0] for m in messages}
         assert {m.actor_name for m in messages} == {RESULT_ACTOR}
+        # one document_result per document, before its job's parse_result; the missing file's job has none
+        assert sorted(d["filename"] for d in documents) == sorted(DOCS)
+        for doc in documents:
+            assert (doc["event"], doc["status"], doc["trigger"], doc["job_id"]) == (
+                "document_result",
+                "success",
+                "ingest",
+                ok_job,
+            )
+            assert (doc["user_id"], doc["set_id"], doc["unchanged"], doc["error"]) == (USER, SET, False, None)
+            assert doc["chunks"]["total"] == doc["chunks"]["indexed"] > 0 and doc["stages"]["dense"] == "SUCCESS"
 
         ok = events[ok_job]
         assert ok["event"] == "parse_result" and ok["status"] == "success", ok
@@ -138,27 +169,32 @@ def test_worker_runs_jobs_publishes_results_and_ignores_redelivery(
 
         # redelivery of a finished job: acknowledged, not run again, the same outcome announced again
         broker.enqueue(ingest_message(queues.ingest, job_id=ok_job, user_id=USER, set_id=SET, paths=files))
-        (again,) = collect_events(broker, queues.results, 1, worker)
+        (again,), documents_again = collect_events(broker, queues.results, 1, worker)
         assert again.args[0] == ok
+        assert without_time(documents_again) == without_time(documents), "its documents are announced again too"
         assert store.get_job(ok_job) == row  # same report, same finish time: nothing was counted twice
 
         # a job left `running` by a worker that died mid-job is run again: same content, nothing added twice
         crashed = uuid.uuid4().hex
         store.create_job(crashed, user_id=USER, set_id=SET, kind="ingest", status="running", files=files)
         queue.enqueue(crashed, USER, SET, files)
-        (rerun,) = collect_events(broker, queues.results, 1, worker)
+        (rerun,), documents_rerun = collect_events(broker, queues.results, 1, worker)
         rerun_event = rerun.args[0]
+        assert [(d["unchanged"], d["status"], d["job_id"]) for d in documents_rerun] == [(True, "success", crashed)] * 2
         assert rerun_event["job_id"] == crashed and rerun_event["status"] == "success", rerun_event
         assert rerun_event["documents"]["unchanged"] == 2 and rerun_event["documents"]["added"] == 0
         assert rerun_event["chunks"].get("embedded", 0) == 0
 
         # the webhook got the same events (POSTed right after each result message)
         deadline = time.monotonic() + 10
-        while len(webhook.events) < 4 and time.monotonic() < deadline:
+        while len(webhook.events) < 10 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert sorted(webhook.events, key=lambda e: (e["job_id"], e["status"])) == sorted(
+        jobs_posted = [e for e in webhook.events if e["event"] == "parse_result"]
+        assert sorted(jobs_posted, key=lambda e: (e["job_id"], e["status"])) == sorted(
             [ok, failed, ok, rerun_event], key=lambda e: (e["job_id"], e["status"])
         )
+        documents_posted = [e for e in webhook.events if e["event"] == "document_result"]
+        assert without_time(documents_posted) == without_time(documents + documents_again + documents_rerun)
     finally:
         code = worker.stop()
         queue.close()
@@ -177,5 +213,7 @@ def test_worker_runs_jobs_publishes_results_and_ignores_redelivery(
         docs = engine.store.list_documents(user_id=USER, set_id=SET)
         assert sorted(d.filename for d in docs) == sorted(DOCS)  # two documents, not four
         assert sum(d.chunk_count for d in docs) == ok["chunks"]["total"]
+        totals = engine.store.reconcile_totals()
+        assert totals is not None and totals.passes >= 1, "the worker ran its reconciler (a pass at start)"
     finally:
         engine.close()

@@ -318,7 +318,7 @@ class RerankSettings(SettingsSection):
 
 
 class PipelineSettings(SettingsSection):
-    """Pipeline: the chunk state machine (stale claims and retries) and the mass-deletion guard of a sync."""
+    """Pipeline: the chunk state machine (stale claims, retries), the reconciler and the mass-deletion guard."""
 
     indexing_stale_seconds: int = Field(600, ge=1, description="INDEXING older than this is stale (repair resets it).")
     max_attempts: int = Field(5, ge=1, description="Automatic retries per chunk before it stays FAILED.")
@@ -332,3 +332,26 @@ class PipelineSettings(SettingsSection):
     remove_guard_min_documents: int = Field(
         10, ge=1, description="`max_remove_fraction` guards folders holding at least this many documents."
     )
+    reconcile_interval_seconds: float = Field(
+        60.0,
+        ge=0,
+        description="Seconds between the passes of the reconciler that `ragindex serve` and `ragindex worker` run "
+        "(retry FAILED copies, release stale claims, purge REMOVED copies, finish documents); 0: off.",
+    )
+    reconcile_backoff_seconds: float = Field(
+        30.0,
+        gt=0,
+        description="Wait after a chunk's first failure before the reconciler retries it; doubles per attempt.",
+    )
+    reconcile_backoff_max_seconds: float = Field(
+        3600.0, gt=0, description="Longest wait between two automatic retries of a chunk."
+    )
+    reconcile_batch: int = Field(
+        1000, ge=1, description="Most chunks one reconciler pass retries (the rest: next pass)."
+    )
+
+    @model_validator(mode="after")
+    def _check_reconcile_backoff(self) -> Self:
+        if self.reconcile_backoff_max_seconds < self.reconcile_backoff_seconds:
+            raise ValueError("reconcile_backoff_max_seconds must be at least reconcile_backoff_seconds")
+        return self

@@ -26,19 +26,18 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
-from ragindex.clock import utcnow
 from ragindex.errors import NotFoundError, ValidationError
 from ragindex.index.protocol import VectorIndex
+from ragindex.pipeline.compensation import recover_documents, release_stale_claims, settle_stuck_runs
 from ragindex.pipeline.indexer import Indexer, StageResult
 from ragindex.pipeline.manage import purge_rows
 from ragindex.pipeline.reindex import CollectionBuilder
 from ragindex.pipeline.samples import SAMPLE, Sampled
 from ragindex.store.protocol import TruthStore
 from ragindex.store.records import IndexMeta
-from ragindex.store.states import IndexStatus, Lifecycle, RunStatus
+from ragindex.store.states import IndexStatus, Lifecycle
 from ragindex.types import VectorKind
 
 log = logging.getLogger(__name__)
@@ -209,15 +208,9 @@ class Repairer:
     # ------------------------------------------------------------------ pieces
     def release_stale(self, *, limit: int | None = None, dry_run: bool = False) -> dict[str, list[str]]:
         """Stale INDEXING claims per kind, released to PENDING unless ``dry_run``."""
-        out: dict[str, list[str]] = {}
-        for kind in self.kinds:
-            if dry_run:
-                out[kind] = self.store.stale_claims(kind, self.stale_seconds, limit=limit)
-            else:
-                out[kind] = self.store.release_stale(
-                    kind, self.stale_seconds, limit=limit, max_attempts=self.max_attempts
-                )
-        return out
+        return release_stale_claims(
+            self.store, self.kinds, self.stale_seconds, max_attempts=self.max_attempts, limit=limit, dry_run=dry_run
+        )
 
     def _buckets(self, collection: str) -> list[int]:
         in_index = {b for b in range(self.bucket_count) if self.index.has_bucket(collection, b)}
@@ -291,51 +284,15 @@ class Repairer:
             )
 
     def _settle_runs(self, report: RepairReport, *, dry_run: bool) -> None:
-        """Close the runs a dead process left PROCESSING (older than the stale timeout), and their documents.
-
-        Only once every copy of the document is written (the chunks were repaired above); a run of a
-        document with work left stays open until a later repair finishes that work.
-        """
-        cutoff = utcnow() - timedelta(seconds=self.stale_seconds)
-        stuck = [r for r in self.store.runs(status=RunStatus.PROCESSING) if r.started_at < cutoff]
-        if not stuck:
-            return
-        outcomes = self.store.index_outcomes(sorted({r.doc_id for r in stuck}), self.kinds)
-        done = [r for r in stuck if not any(outcomes[r.doc_id].values())]
-        report.stuck_runs = len(stuck)
-        if dry_run or not done:
-            return
-        stages = dict.fromkeys(self.kinds, (RunStatus.SUCCESS, None))
-        self.store.settle_runs(
-            [
-                {
-                    "run_id": r.run_id,
-                    "doc_id": r.doc_id,
-                    "status": RunStatus.SUCCESS,
-                    "failed_stage": None,
-                    "error": None,
-                    "total_ms": None,
-                    "stages": stages,
-                }
-                for r in done
-            ]
+        """Close the runs a dead process left PROCESSING once every copy of their document is written."""
+        report.stuck_runs, _ = settle_stuck_runs(
+            self.store, self.kinds, stale_seconds=self.stale_seconds, dry_run=dry_run
         )
 
     def _settle_documents(self, report: RepairReport, *, dry_run: bool) -> None:
-        """A document FAILED at an index stage is SUCCESS again once repair has written every copy.
-
-        Documents that failed to load or chunk (no committed content hash) stay FAILED: only a re-ingest
-        (the next ``ingest`` of their files parses them again). The failed run stays in the history as it was.
-        """
-        failed = [d for d in self.store.list_documents() if d.status == RunStatus.FAILED and d.content_hash]
-        if not failed:
-            return
-        outcomes = self.store.index_outcomes([d.doc_id for d in failed], self.kinds)
-        recovered = [d.doc_id for d in failed if not any(outcomes[d.doc_id].values())]
+        """A document FAILED at an index stage is SUCCESS again once repair has written every copy."""
+        recovered = recover_documents(self.store, self.kinds, self.store.list_documents(), dry_run=dry_run)
         report.recovered_documents = len(recovered)
-        if not dry_run:
-            for doc_id in recovered:
-                self.store.set_document_status(doc_id, RunStatus.SUCCESS, None)
 
     def _building(self, report: RepairReport, *, dry_run: bool) -> None:
         for meta, builder in self.builders:

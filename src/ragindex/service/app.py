@@ -1,4 +1,4 @@
-"""``create_app(settings)``: the FastAPI app; its lifespan owns the engine, the index thread and the job thread."""
+"""``create_app(settings)``: the FastAPI app; its lifespan owns the engine, the index, job and reconciler threads."""
 
 from __future__ import annotations
 
@@ -14,16 +14,19 @@ from ragindex import factory
 from ragindex.config.settings import Settings
 from ragindex.engine import Engine
 from ragindex.errors import RagindexError
+from ragindex.pipeline.reconcile import ReconcileLoop
+from ragindex.pipeline.sync import IngestReport
 from ragindex.service.deps import ServiceState
 from ragindex.service.errors import install_handlers
-from ragindex.service.executor import ServiceEngine
+from ragindex.service.executor import ServiceEngine, set_torch_threads
 from ragindex.service.jobs import JobRunner
 from ragindex.service.metrics import Metrics, MetricsMiddleware
 from ragindex.service.page import router as page_router
-from ragindex.service.queue import IngestQueue
+from ragindex.service.queue import EventPublisher, IngestQueue
+from ragindex.service.reconcile import start_reconciler
 from ragindex.service.routes import admin, chunks, documents, health, jobs, search
 from ragindex.service.settings import ServiceSettings
-from ragindex.service.store import SqlServiceStore
+from ragindex.service.store import JobRow, SqlServiceStore
 from ragindex.service.uploads import BodyLimitMiddleware
 
 log = logging.getLogger(__name__)
@@ -49,14 +52,32 @@ def _start(settings: Settings, service: ServiceSettings) -> ServiceState:
         metrics_ref: list[Metrics] = []
         # a broker configured: upload jobs go to `ragindex worker` processes and none runs here
         ingest_queue = IngestQueue.from_settings(service) if service.queue_url else None
+        events = EventPublisher.from_settings(service, ingest_queue.broker if ingest_queue is not None else None)
+
+        def job_done(job: JobRow, report: IngestReport | None) -> None:
+            if metrics_ref:
+                metrics_ref[0].job_done(job, report)
+            if events.active:
+                try:
+                    events.publish_job(engine.store, job)
+                except Exception:  # the job's outcome is recorded; a broker outage must not stop the job thread
+                    log.exception("the events of job %s were not published", job.job_id)
+
         runner = JobRunner(
             engine,
             store,
             torch_threads=service.job_torch_threads,
-            on_done=lambda job, report: metrics_ref[0].job_done(job, report) if metrics_ref else None,
+            on_done=job_done,
             dispatch=ingest_queue.enqueue if ingest_queue is not None else None,
         )
-        metrics = Metrics(engine.store, engine.kinds, lambda: (runner.depth, runner.current is not None))
+        loops: list[ReconcileLoop] = []
+        metrics = Metrics(
+            engine.store,
+            engine.kinds,
+            lambda: (runner.depth, runner.current is not None),
+            reconcile=engine.store,
+            reconcile_passes=lambda: loops[0].counts if loops else None,
+        )
         metrics_ref.append(metrics)
         blob_root = (service.blob_dir or settings.data_dir / "blobs").expanduser().resolve()
         blob_root.mkdir(parents=True, exist_ok=True)
@@ -71,10 +92,15 @@ def _start(settings: Settings, service: ServiceSettings) -> ServiceState:
             suffixes=frozenset(factory.build_loaders(settings).supported_suffixes),
             rerank_supported="rerank" in inspect.signature(Engine.search).parameters,
         )
+        state.extra["events"] = events
         if ingest_queue is not None:
             state.extra["queue"] = ingest_queue
         else:
             runner.start()
+        loop = start_reconciler(engine, events, thread_init=lambda: set_torch_threads(service.job_torch_threads))
+        if loop is not None:
+            loops.append(loop)
+            state.extra["reconcile"] = loop
     except BaseException:
         engine.close()
         if store is not None:
@@ -92,10 +118,16 @@ def _warm_up(engine: ServiceEngine) -> None:
 
 
 def _stop(state: ServiceState) -> None:
+    loop = state.extra.get("reconcile")
+    if isinstance(loop, ReconcileLoop) and not loop.stop(state.service.job_shutdown_seconds):
+        log.warning("the reconciler's pass is still running at shutdown")
     if not state.jobs.stop(state.service.job_shutdown_seconds):
         log.warning("a job is still running at shutdown; it is re-queued when the service starts again")
     state.engine.close()
     state.store.close()
+    events = state.extra.get("events")
+    if isinstance(events, EventPublisher):
+        events.close()
     ingest_queue = state.extra.get("queue")
     if isinstance(ingest_queue, IngestQueue):
         ingest_queue.close()

@@ -8,7 +8,8 @@ The event is what another system (the one that sent the parse task) waits for::
 
 ``status`` is ``success`` only when every file loaded and every chunk is indexed (a partial
 failure is ``failed``, as the job row says). Delivery is at least once: a redelivered job
-publishes its event again, so consumers de-duplicate on ``job_id``.
+publishes its event again, so consumers de-duplicate on ``job_id``. The per-document events that come
+before it are in :mod:`ragindex.service.document_events`.
 """
 
 from __future__ import annotations
@@ -82,7 +83,14 @@ class Webhook:
             if attempt < self.attempts:
                 time.sleep(delay)
                 delay *= 2
-        log.warning("webhook %s: job %s event not delivered (%s)", self.url, event.get("job_id"), problem)
+        log.warning(
+            "webhook %s: %s event (job %s, document %s) not delivered (%s)",
+            self.url,
+            event.get("event"),
+            event.get("job_id"),
+            event.get("doc_id"),
+            problem,
+        )
         return False
 
     def close(self) -> None:

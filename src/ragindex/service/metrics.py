@@ -5,22 +5,29 @@
   ``ragindex_jobs_total{status}``: ingest throughput.
 * ``ragindex_chunks{kind,status}``: ACTIVE chunks per vector kind and status, read from the
   truth store on every scrape; ``ragindex_jobs_queued`` and ``ragindex_job_running``.
+* The reconciler, read from the truth store on every scrape, so they count the passes of every process
+  (the service's and the workers'): ``ragindex_reconcile_actions_total{action="retry|release|purge|finish"}``,
+  ``ragindex_reconcile_retry_failures_total``, ``ragindex_reconcile_passes_total``,
+  ``ragindex_reconcile_last_pass_timestamp_seconds`` and ``ragindex_reconcile_last_pass_duration_seconds``; and
+  this process's own passes, ``ragindex_reconcile_process_passes_total{outcome="done|skipped|error"}``.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from ragindex.pipeline.reconcile import ACTIONS
 from ragindex.pipeline.sync import IngestReport
 from ragindex.service.store import JobRow
-from ragindex.store.protocol import ChunkStore
+from ragindex.store.protocol import ChunkStore, ReconcileStore
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +58,56 @@ class _StoreCollector(Collector):
         yield GaugeMetricFamily("ragindex_job_running", "1 while an ingest job runs", value=1 if running else 0)
 
 
+class _ReconcileCollector(Collector):
+    """The reconciler's totals (every process's, from the truth store) and this process's passes."""
+
+    def __init__(self, store: ReconcileStore, passes: Callable[[], Mapping[str, int] | None]) -> None:
+        self.store = store
+        self.passes = passes
+
+    def collect(self) -> Iterator[Metric]:
+        actions = CounterMetricFamily(
+            "ragindex_reconcile_actions", "Reconciler actions by every process (chunks or documents)", labels=["action"]
+        )
+        try:
+            totals = self.store.reconcile_totals()
+        except Exception:  # a scrape must not fail because the store is briefly unavailable
+            log.warning("reconciler totals unavailable for /metrics", exc_info=True)
+            totals = None
+        for action in ACTIONS:
+            actions.add_metric([action], totals.actions.get(action, 0) if totals else 0)
+        yield actions
+        yield CounterMetricFamily(
+            "ragindex_reconcile_retry_failures",
+            "Chunks a reconciler retry failed again",
+            value=totals.retry_failed if totals else 0,
+        )
+        yield CounterMetricFamily(
+            "ragindex_reconcile_passes", "Reconciler passes by every process", value=totals.passes if totals else 0
+        )
+        if totals is not None and totals.last_pass_at is not None:
+            yield GaugeMetricFamily(
+                "ragindex_reconcile_last_pass_timestamp_seconds",
+                "Unix time of the last reconciler pass (any process)",
+                value=totals.last_pass_at.replace(tzinfo=UTC).timestamp(),
+            )
+            yield GaugeMetricFamily(
+                "ragindex_reconcile_last_pass_duration_seconds",
+                "Duration of the last reconciler pass",
+                value=(totals.last_pass_ms or 0.0) / 1000,
+            )
+        local = self.passes()
+        if local is not None:
+            passes = CounterMetricFamily(
+                "ragindex_reconcile_process_passes",
+                "This process's reconciler passes: done (it held the lock), skipped (another process did), error",
+                labels=["outcome"],
+            )
+            for outcome, n in sorted(local.items()):
+                passes.add_metric([outcome], n)
+            yield passes
+
+
 class Metrics:
     """The app's metrics.
 
@@ -58,9 +115,19 @@ class Metrics:
         store: Truth store read at scrape time.
         kinds: Enabled vector kinds.
         jobs: Returns (queued jobs, whether a job runs).
+        reconcile: Where the reconciler's totals are read (None: no reconciler metrics).
+        reconcile_passes: This process's passes by outcome (None while its reconciler does not run).
     """
 
-    def __init__(self, store: ChunkStore, kinds: tuple[str, ...], jobs: Callable[[], tuple[int, bool]]) -> None:
+    def __init__(
+        self,
+        store: ChunkStore,
+        kinds: tuple[str, ...],
+        jobs: Callable[[], tuple[int, bool]],
+        *,
+        reconcile: ReconcileStore | None = None,
+        reconcile_passes: Callable[[], Mapping[str, int] | None] = lambda: None,
+    ) -> None:
         self.registry = CollectorRegistry()
         self.latency = Histogram(
             "ragindex_http_request_duration_seconds",
@@ -77,6 +144,8 @@ class Metrics:
         )
         self.jobs = Counter("ragindex_jobs", "Finished jobs by status", ["status"], registry=self.registry)
         self.registry.register(_StoreCollector(store, kinds, jobs))
+        if reconcile is not None:
+            self.registry.register(_ReconcileCollector(reconcile, reconcile_passes))
 
     def observe(self, route: str, method: str, status: int, started: float) -> None:
         """Record one request."""

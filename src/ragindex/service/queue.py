@@ -7,9 +7,12 @@ Two sides share the messages defined here:
   (:class:`IngestQueue`);
 * ``ragindex worker`` processes (:func:`run_worker`) consume that queue, each with its own
   :class:`~ragindex.engine.Engine` over the shared truth store and the shared Qdrant cluster, run
-  the ingest, move the job row ``running`` -> ``succeeded``/``failed`` and publish the
-  ``parse_result`` event (:mod:`ragindex.service.events`) as a ``parse_result(event)`` message on
-  ``result_queue`` and, when configured, to the webhook.
+  the ingest, move the job row ``running`` -> ``succeeded``/``failed`` and publish one
+  ``document_result`` event per document (:mod:`ragindex.service.document_events`), then the job's
+  ``parse_result`` event (:mod:`ragindex.service.events`), each as a message whose actor is the event's
+  name on ``result_queue`` and, when configured, to the webhook (:class:`EventPublisher`);
+* each worker also runs the periodic reconciler (:mod:`ragindex.pipeline.reconcile`); the database lock
+  lets one process at a time act.
 
 The messages are ordinary Dramatiq messages (JSON: ``queue_name``, ``actor_name``, ``args``,
 ``kwargs``, ``message_id``...): any Dramatiq program can send tasks or consume results, and on
@@ -33,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ragindex.errors import BackendError, ConfigurationError, NotFoundError
+from ragindex.service.document_events import DOCUMENT_EVENT, job_document_events
 from ragindex.service.events import Webhook, parse_result
 from ragindex.service.job_state import JobState, outcome
 from ragindex.service.settings import ServiceSettings
@@ -42,12 +46,14 @@ if TYPE_CHECKING:
 
     from ragindex.config.settings import Settings
     from ragindex.engine import Engine
-    from ragindex.service.store import JobStore
+    from ragindex.service.store import JobRow, JobStore
+    from ragindex.store.protocol import TruthStore
 
 log = logging.getLogger(__name__)
 
 INGEST_ACTOR = "ragindex_ingest"
 RESULT_ACTOR = "parse_result"
+DOCUMENT_ACTOR = DOCUMENT_EVENT
 
 
 def build_broker(url: str) -> Broker:
@@ -77,10 +83,78 @@ def ingest_message(queue_name: str, *, job_id: str, user_id: int, set_id: int, p
 
 
 def result_message(queue_name: str, event: dict[str, Any]) -> Message[Any]:
-    """The broker message of one ``parse_result`` event (the event is the only argument)."""
+    """The broker message of one event (its only argument); the actor is the event's name.
+
+    ``parse_result`` (a job) or ``document_result`` (a document): a Dramatiq consumer declares one actor each.
+    """
     from dramatiq import Message
 
-    return Message(queue_name=queue_name, actor_name=RESULT_ACTOR, args=(event,), kwargs={}, options={})
+    actor = str(event.get("event") or RESULT_ACTOR)
+    return Message(queue_name=queue_name, actor_name=actor, args=(event,), kwargs={}, options={})
+
+
+class EventPublisher:
+    """Sends events to a broker's result queue and POSTs them to the webhook; either may be absent.
+
+    Args:
+        broker: The broker (None: events go to the webhook only).
+        result_queue: The queue the events go to on that broker.
+        webhook: The webhook (None: none).
+        owns_broker: Close the broker in :meth:`close` (it was opened for the events alone).
+    """
+
+    def __init__(
+        self, broker: Broker | None, result_queue: str, webhook: Webhook | None, *, owns_broker: bool = False
+    ) -> None:
+        self.broker = broker
+        self.result_queue = result_queue
+        self.webhook = webhook
+        self.owns_broker = owns_broker
+
+    @classmethod
+    def from_settings(cls, service: ServiceSettings, broker: Broker | None = None) -> EventPublisher:
+        """The events of ``RAGINDEX_EVENTS_URL`` (default ``RAGINDEX_QUEUE_URL``), ``RAGINDEX_RESULT_QUEUE``, webhook.
+
+        ``broker``: an open connection to ``RAGINDEX_QUEUE_URL`` to reuse (a worker's) when no events URL is set.
+        """
+        owns = False
+        if service.events_url:
+            broker, owns = build_broker(service.events_url), True
+        elif broker is None and service.queue_url:
+            broker, owns = build_broker(service.queue_url), True
+        webhook = (
+            Webhook(service.webhook_url, timeout=service.webhook_timeout, attempts=service.webhook_attempts)
+            if service.webhook_url
+            else None
+        )
+        return cls(broker, service.result_queue, webhook, owns_broker=owns)
+
+    @property
+    def active(self) -> bool:
+        """Whether events go anywhere."""
+        return self.broker is not None or self.webhook is not None
+
+    def publish(self, event: dict[str, Any]) -> None:
+        """Send one event to the result queue (a broker error raises) and then to the webhook (never raises)."""
+        if self.broker is not None:
+            self.broker.enqueue(result_message(self.result_queue, event))
+        if self.webhook is not None:
+            self.webhook.send(event)
+
+    def publish_job(self, store: TruthStore, job: JobRow) -> None:
+        """A finished job's ``document_result`` events, then its ``parse_result`` event."""
+        for event in job_document_events(
+            store, job_id=job.job_id, user_id=job.user_id, set_id=job.set_id, files=job.files, report=job.report
+        ):
+            self.publish(event)
+        self.publish(parse_result(job))
+
+    def close(self) -> None:
+        """Close the webhook client, and the broker when it was opened for the events."""
+        if self.webhook is not None:
+            self.webhook.close()
+        if self.owns_broker and self.broker is not None:
+            self.broker.close()
 
 
 class IngestQueue:
@@ -147,12 +221,7 @@ class JobHandler:
         self.engine = engine
         self.store = store
         self.broker = broker
-        self.result_queue = service.result_queue
-        self.webhook = (
-            Webhook(service.webhook_url, timeout=service.webhook_timeout, attempts=service.webhook_attempts)
-            if service.webhook_url
-            else None
-        )
+        self.events = EventPublisher.from_settings(service, broker)
 
     def __call__(self, job_id: str, user_id: int, set_id: int, paths: list[str]) -> None:
         """Handle one delivery of a job (the Dramatiq actor)."""
@@ -166,10 +235,10 @@ class JobHandler:
             job = self.store.get_job(job_id)
         if job.status in (JobState.SUCCEEDED, JobState.FAILED):
             log.info("job %s was already %s: acknowledged, not run again", job_id, job.status)
-            self.publish(parse_result(job))
+            self.events.publish_job(self.engine.store, job)
             return
         self._run(job_id, job.user_id, job.set_id, list(job.files) or list(paths))
-        self.publish(parse_result(self.store.get_job(job_id)))
+        self.events.publish_job(self.engine.store, self.store.get_job(job_id))
 
     def _run(self, job_id: str, user_id: int, set_id: int, files: list[str]) -> None:
         from dramatiq.middleware.time_limit import TimeLimitExceeded
@@ -196,14 +265,11 @@ class JobHandler:
 
     def publish(self, event: dict[str, Any]) -> None:
         """Send the event to the result queue (raises when the broker is down: the job is redelivered) and webhook."""
-        self.broker.enqueue(result_message(self.result_queue, event))
-        if self.webhook is not None:
-            self.webhook.send(event)
+        self.events.publish(event)
 
     def close(self) -> None:
-        """Close the webhook client."""
-        if self.webhook is not None:
-            self.webhook.close()
+        """Close the webhook client (and an events-only broker)."""
+        self.events.close()
 
 
 def run_worker(
@@ -222,6 +288,7 @@ def run_worker(
     from dramatiq import Actor, Worker
 
     from ragindex.engine import Engine
+    from ragindex.service.reconcile import start_reconciler
     from ragindex.service.store import SqlServiceStore
 
     if not service.queue_url:
@@ -231,9 +298,11 @@ def run_worker(
     engine = Engine(settings)
     jobs = SqlServiceStore(settings.resolved_database_url)
     handler: JobHandler | None = None
+    reconcile = None
     try:
         _ = engine.index, engine.dense, engine.chunker  # open the index now; threads share these objects
         handler = JobHandler(engine, broker, service, jobs)
+        reconcile = start_reconciler(engine, handler.events)
         Actor(
             handler,
             broker=broker,
@@ -255,6 +324,8 @@ def run_worker(
         log.info("worker stopping: finishing the running job")
         worker.stop(timeout=int(service.job_shutdown_seconds * 1000))
     finally:
+        if reconcile is not None and not reconcile.stop(service.job_shutdown_seconds):
+            log.warning("the reconciler's pass is still running at shutdown")
         if handler is not None:
             handler.close()
         broker.close()

@@ -36,10 +36,16 @@ class ServiceSettings(BaseSettings):
         "Set, the service enqueues upload jobs for `ragindex worker` and runs none itself; unset, jobs run in-process.",
     )
     queue_name: str = Field("ragindex-ingest", min_length=1, description="Broker queue of ingest jobs.")
-    result_queue: str = Field(
-        "ragindex-results", min_length=1, description="Broker queue the `parse_result` events are published on."
+    result_queue: str = Field("ragindex-results", min_length=1, description="Broker queue the events are published on.")
+    events_url: str | None = Field(
+        None,
+        description="Broker the `parse_result` and `document_result` events are published on "
+        "(`RAGINDEX_RESULT_QUEUE`); default `RAGINDEX_QUEUE_URL`. Set it alone to get the in-process service's "
+        "events on a broker.",
     )
-    webhook_url: str | None = Field(None, description="Also POST each `parse_result` event (JSON) to this URL.")
+    webhook_url: str | None = Field(
+        None, description="Also POST each `parse_result` and `document_result` event (JSON) to this URL."
+    )
     webhook_timeout: float = Field(10.0, gt=0, description="Timeout of one webhook POST in seconds.")
     webhook_attempts: int = Field(3, ge=1, le=20, description="Webhook POST attempts (backoff 0.5 s, 1 s, 2 s, ...).")
     job_time_limit_seconds: float = Field(

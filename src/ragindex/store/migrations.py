@@ -93,12 +93,23 @@ def m005_sections_and_context(conn: Connection) -> None:
         next(i for i in schema.chunks.indexes if i.name == "ix_chunks_section").create(conn)
 
 
+def m009_reconciler_lock(conn: Connection) -> None:
+    """The ``reconciler`` table (the reconciler's totals and, on SQLite, its lease row) and the purge scan's index.
+
+    Without ``ix_chunks_unpurged`` every pass would read the whole chunks table to find REMOVED rows not yet purged.
+    """
+    schema.reconciler.create(conn, checkfirst=True)
+    if "ix_chunks_unpurged" not in {i["name"] for i in inspect(conn).get_indexes("chunks")}:
+        next(i for i in schema.chunks.indexes if i.name == "ix_chunks_unpurged").create(conn)
+
+
 # The truth store's steps. The HTTP service's tables (jobs, API keys) have their own steps in
 # ragindex.service.schema, recorded in the same schema_migrations table.
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("m001_initial_schema", m001_initial_schema),
     ("m002_mysql_exact_keys_and_times", m002_mysql_exact_keys_and_times),
     ("m005_sections_and_context", m005_sections_and_context),
+    ("m009_reconciler_lock", m009_reconciler_lock),
 )
 
 

@@ -10,12 +10,24 @@ the contract kit name a concrete store. Every method raises
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
 
 import numpy as np
 
-from ragindex.store.records import ChunkDiff, ChunkRow, ChunkView, Claim, DocumentRow, IndexMeta, NewDocument, RunRow
+from ragindex.store.records import (
+    ChunkDiff,
+    ChunkRow,
+    ChunkView,
+    Claim,
+    DocumentRow,
+    IndexMeta,
+    NewDocument,
+    ReconcileTotals,
+    RunRow,
+    UnitTally,
+)
 from ragindex.store.states import CLAIMABLE, RunStatus
 from ragindex.types import ChunkDraft, Unit
 
@@ -320,7 +332,55 @@ class EmbeddingCacheStore(Protocol):
         ...
 
 
-class TruthStore(DocumentStore, RunStore, ChunkStore, ClaimStore, CollectionStore, EmbeddingCacheStore, Protocol):
+class ReconcileStore(Protocol):
+    """What the periodic reconciler reads and writes: due retries, open work, its single-actor lock, its totals."""
+
+    def due_retries(
+        self,
+        kinds: Sequence[str],
+        delays: Sequence[float],
+        *,
+        now: datetime | None = None,
+        limit: int | None = None,
+    ) -> list[str]:
+        """Ids of ACTIVE chunks with a ``kinds`` copy PENDING or FAILED whose wait is over, oldest change first.
+
+        A row with ``a`` attempts waits ``delays[a]`` seconds after its last change (``delays[0]``: a PENDING row
+        nobody claimed); rows with ``len(delays)`` attempts or more are never due (an explicit reindex retries them).
+        """
+        ...
+
+    def documents_with_work(self, doc_ids: Sequence[int], kinds: Sequence[str], *, max_attempts: int) -> set[int]:
+        """The documents among ``doc_ids`` with a copy PENDING, INDEXING, or FAILED below ``max_attempts``."""
+        ...
+
+    def unit_tallies(self, doc_ids: Sequence[int]) -> dict[int, dict[str, UnitTally]]:
+        """Per document and unit (``chunk``, ``section``): how its ACTIVE rows stand (documents without rows absent)."""
+        ...
+
+    def reconcile_lock(self, owner: str, *, lease_seconds: float) -> AbstractContextManager[bool]:
+        """Try, without waiting, to become the one reconciler of this database; the context yields whether it did.
+
+        Released on exit. MySQL/MariaDB and PostgreSQL use a session advisory lock (a dead holder's lock goes with
+        its connection); SQLite, a lease row that another owner may take once ``lease_seconds`` have passed, or at
+        once when its ``owner`` (``host:pid:...``) is a process of this host that no longer runs.
+        """
+        ...
+
+    def record_reconcile(
+        self, actions: Mapping[str, int], *, retry_failed: int, duration_ms: float, owner: str
+    ) -> None:
+        """Add one finished pass and its action counts (retry, release, purge, finish) to the totals."""
+        ...
+
+    def reconcile_totals(self) -> ReconcileTotals | None:
+        """The totals of every pass so far, or None before the first."""
+        ...
+
+
+class TruthStore(
+    DocumentStore, RunStore, ChunkStore, ClaimStore, CollectionStore, EmbeddingCacheStore, ReconcileStore, Protocol
+):
     """Every role of the truth store, as the pipeline and the engine use it."""
 
     url: str

@@ -170,3 +170,29 @@ class IndexMeta:
     sparse_model: str | None
     bm25_config: Mapping[str, Any] | None
     chunker_config: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class UnitTally:
+    """Where a document's ACTIVE rows of one unit (chunks, or sections) stand.
+
+    ``indexed``: every enabled copy is SUCCESS; ``failed``: some copy is FAILED; ``pending``: the rest
+    (a copy PENDING or INDEXING).
+    """
+
+    total: int = 0
+    indexed: int = 0
+    failed: int = 0
+    pending: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ReconcileTotals:
+    """What every reconciler pass recorded so far, whichever process ran it (``actions``: retry, release, ...)."""
+
+    passes: int
+    actions: Mapping[str, int]
+    retry_failed: int
+    last_pass_at: datetime | None
+    last_pass_ms: float | None
+    last_owner: str | None

@@ -125,6 +125,7 @@ chunks = Table(
     Index("ix_chunks_bm25", "bm25_status", "lifecycle_status"),
     Index("ix_chunks_sparse", "sparse_status", "lifecycle_status"),
     Index("ix_chunks_bucket", "bucket_id", "lifecycle_status"),
+    Index("ix_chunks_unpurged", "lifecycle_status", "purged_at"),  # m009: the reconciler's purge scan
     **TABLE_OPTIONS,
 )
 
@@ -180,5 +181,25 @@ index_meta = Table(
     Column("chunker_config", JSON),
     Column("created_at", Timestamp, nullable=False),
     Column("updated_at", Timestamp, nullable=False),
+    **TABLE_OPTIONS,
+)
+
+# m009: the reconciler's running totals (read by every process's /metrics) and, on SQLite, its single-actor lease
+# (MySQL/MariaDB and PostgreSQL use advisory locks, which the server drops with a dead holder's session)
+reconciler = Table(
+    "reconciler",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("owner", String(255)),
+    Column("lease_until", Timestamp),
+    Column("passes", BigInteger, nullable=False, default=0),
+    Column("retried", BigInteger, nullable=False, default=0),
+    Column("retry_failed", BigInteger, nullable=False, default=0),
+    Column("released", BigInteger, nullable=False, default=0),
+    Column("purged", BigInteger, nullable=False, default=0),
+    Column("finished", BigInteger, nullable=False, default=0),
+    Column("last_pass_at", Timestamp),
+    Column("last_pass_ms", Float),
+    Column("last_owner", String(255)),
     **TABLE_OPTIONS,
 )

@@ -10,15 +10,25 @@ from ragindex.store.sql.chunks import SqlChunkWrites
 from ragindex.store.sql.claims import SqlClaims
 from ragindex.store.sql.collections import SqlCollections
 from ragindex.store.sql.documents import SqlDocuments
+from ragindex.store.sql.reconcile import SqlReconcile
 from ragindex.store.sql.runs import SqlRuns
 
 
-class SqlTruthStore(SqlDocuments, SqlRuns, SqlChunkWrites, SqlChunkReads, SqlClaims, SqlCollections, SqlEmbeddingCache):
+class SqlTruthStore(
+    SqlDocuments,
+    SqlRuns,
+    SqlChunkWrites,
+    SqlChunkReads,
+    SqlClaims,
+    SqlCollections,
+    SqlEmbeddingCache,
+    SqlReconcile,
+):
     """The truth store on SQL (SQLite by default; MySQL/MariaDB and PostgreSQL through the same code).
 
     It implements every role of :class:`~ragindex.store.protocol.TruthStore`: documents, runs, chunks,
-    claims, collections and the embedding cache. Each role lives in its own module of this package
-    over the shared :class:`~ragindex.store.sql.core.SqlCore`.
+    claims, collections, the embedding cache and the reconciler's lock and totals. Each role lives in its own
+    module of this package over the shared :class:`~ragindex.store.sql.core.SqlCore`.
 
     Args:
         url: SQLAlchemy URL (``sqlite:///path``, ``mysql+pymysql://...``, ``postgresql+psycopg://...``).

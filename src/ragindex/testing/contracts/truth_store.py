@@ -45,6 +45,7 @@ ROLES: tuple[type, ...] = (
     protocol.ClaimStore,
     protocol.CollectionStore,
     protocol.EmbeddingCacheStore,
+    protocol.ReconcileStore,
     protocol.TruthStore,
 )
 
