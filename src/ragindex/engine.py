@@ -65,6 +65,8 @@ class Engine:
             dense=lambda: self.dense,
             sparse=self.sparse,
         )
+        self.owner = factory.build_process_owner(self.settings, self.store)  # index lock and claim lease
+        self._stop = threading.Event()
         self._index: VectorIndex | None = None
         self._index_wrapper = index_wrapper
         self._dense: DenseEncoder | None = None
@@ -82,15 +84,23 @@ class Engine:
         self.close()
 
     def close(self) -> None:
-        """Flush and release the index, the HTTP encoders' connections and the store."""
-        if self._index is not None:
-            self._index.close()
-            self._index = None
-        for encoder in (self._dense, *self.sparse.values()):
-            close = getattr(encoder, "close", None)
-            if callable(close):
-                close()
-        self.store.close()
+        """Give back this process's claims (also after a signal), then close the index, its lock, encoders, store."""
+        try:
+            self.owner.lease.close()
+        finally:
+            if self._index is not None:
+                self._index.close()
+                self._index = None
+            self.owner.unlock()
+            for encoder in (self._dense, *self.sparse.values()):
+                close = getattr(encoder, "close", None)
+                if callable(close):
+                    close()
+            self.store.close()
+
+    def request_stop(self) -> None:
+        """Stop the running operation at its next batch boundary (``Interrupted``); safe in a signal handler."""
+        self._stop.set()
 
     # ------------------------------------------------------------------ lazily built parts
     def _part(self, attr: str, build: Callable[[], _Part]) -> _Part:
@@ -105,7 +115,8 @@ class Engine:
         return part
 
     def _build_index(self) -> VectorIndex:
-        index = factory.build_index(self.settings)
+        self.owner.lock()  # an embedded index has one owner process: fail here, naming it, before opening
+        index = factory.build_index(self.settings, self.owner.ownership)
         return index if self._index_wrapper is None else self._index_wrapper(index)
 
     @property
@@ -151,6 +162,8 @@ class Engine:
             cached,
             self.sparse,
             batch_size=self.settings.embed_batch_size,
+            lease=self.owner.lease,
+            stop=self._stop,
         )
 
     # ------------------------------------------------------------------ API
@@ -171,6 +184,7 @@ class Engine:
         from ragindex.retrieval.search import validate_ids
 
         validate_ids(user_id=user_id, set_id=set_id)
+        self.owner.begin()
         self._enable_sparse_kinds()
         sync = SourceSync(
             self.store,
@@ -185,6 +199,7 @@ class Engine:
             section_max_chars=self.settings.section_max_chars,
             contextual=self.settings.contextual_chunks,
             progress=progress,
+            stop=self._stop,
         )
         report = sync.run(
             [Path(p) for p in paths],
@@ -314,6 +329,7 @@ class Engine:
     def _chunk_manager(self) -> ChunkManager:
         from ragindex.pipeline.manage import ChunkManager
 
+        self.owner.begin(release=False)
         return ChunkManager(self.store, self._active_indexer, self.kinds)
 
     def update_chunk(
@@ -374,6 +390,7 @@ class Engine:
             max_attempts=self.settings.max_attempts,
             stale_seconds=self.settings.indexing_stale_seconds if stale_seconds is None else stale_seconds,
             builders=builders,
+            owner=self.owner,
         )
 
     def repair(self, dry_run: bool = False, *, stale_seconds: float | None = None) -> RepairReport:
@@ -384,7 +401,10 @@ class Engine:
         collection being built by ``reindex --into``. ``stale_seconds`` overrides
         ``indexing_stale_seconds``.
         """
-        if not dry_run:
+        if dry_run:
+            self.owner.lock()
+        else:
+            self.owner.begin(release=False)  # the repair releases (and reports) the gone owners' claims itself
             self._enable_sparse_kinds()
             if self.read_collection() is None and self.store.chunks_needing_work(self.kinds):
                 # an ingest died after its first truth write but before its first index write:
@@ -396,6 +416,7 @@ class Engine:
         """Release INDEXING claims older than the stale timeout (up to ``limit`` per kind), then index those chunks."""
         from ragindex.pipeline.repair import index_chunks
 
+        self.owner.begin(release=False)
         released = self._repairer(stale_seconds).release_stale(limit=limit)
         ids = list(dict.fromkeys(cid for kind_ids in released.values() for cid in kind_ids))
         out: dict[str, Any] = {"released": {k: len(v) for k, v in released.items()}, "chunk_ids": ids[:10]}
@@ -413,12 +434,14 @@ class Engine:
         """
         from ragindex.pipeline.repair import explicit_reindex
 
+        self.owner.begin()
         return explicit_reindex(self.store, self.indexer, self.kinds, ids, from_statuses=(IndexStatus.FAILED,))
 
     def reindex_chunks(self, ids: Sequence[str]) -> dict[str, Any]:
         """Rebuild the copies of the given chunks, FAILED or SUCCESS (an INDEXING claim is left to its owner)."""
         from ragindex.pipeline.repair import explicit_reindex
 
+        self.owner.begin()
         return explicit_reindex(
             self.store, self.indexer, self.kinds, ids, from_statuses=(IndexStatus.FAILED, IndexStatus.SUCCESS)
         )
@@ -446,6 +469,7 @@ class Engine:
         from ragindex.pipeline.reindex import CollectionBuilder, reindex_into, validate_collection_name
 
         validate_collection_name(name)
+        self.owner.begin()
         encoder = self.dense
         if model is not None and model != self.settings.dense_model:
             encoder = factory.build_dense_encoder(self.settings, model)

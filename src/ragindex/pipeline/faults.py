@@ -3,7 +3,8 @@
 A failpoint does nothing unless it is armed, either in-process (:func:`arm`) or for a
 subprocess through ``RAGINDEX_FAILPOINTS="dense.after_encode=raise,purge.before_truth=kill"``.
 ``raise`` raises :class:`InjectedFault`; ``kill`` sends SIGKILL to the current process,
-which is how the suite proves that a crash at that instruction loses nothing.
+which is how the suite proves that a crash at that instruction loses nothing; ``stop`` sends
+SIGSTOP (the process freezes there until a SIGCONT, like a paused VM, and then goes on).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def _from_env() -> dict[str, str]:
 
 
 def arm(name: str, action: str = "raise") -> None:
-    """Arm failpoint ``name`` with ``raise`` or ``kill`` (in this process)."""
+    """Arm failpoint ``name`` with ``raise``, ``kill`` or ``stop`` (in this process)."""
     if name not in POINTS:
         raise ValueError(f"unknown failpoint {name!r}; valid: {', '.join(POINTS)}")
     _armed[name] = action
@@ -68,4 +69,7 @@ def hit(name: str) -> None:
         return
     if action == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
+    if action == "stop":
+        os.kill(os.getpid(), signal.SIGSTOP)
+        return
     raise InjectedFault(f"injected fault at {name}", failpoint=name)

@@ -5,14 +5,16 @@ One :meth:`Repairer.run` handles, for the ACTIVE collection:
 ============================  =============================================================
 found                         done
 ============================  =============================================================
-stale INDEXING claims         released to PENDING (claimed_at older than the stale timeout)
+claims of gone owners         released to PENDING (lease lapsed, pid dead, or the embedded lock)
+own claims, of no known owner released to PENDING once older than the stale timeout (last resort)
+claims of live owners         left alone and listed with their owners (``live_claims``)
 REMOVED rows not yet purged   their index copies deleted, then ``purged_at`` recorded
 SUCCESS, point missing        dense and every sparse kind reset to PENDING
 SUCCESS, named vector missing that kind reset to PENDING
 orphan points                 deleted (points with no ACTIVE truth row)
 PENDING, FAILED < max         indexed (dense first, then the sparse kinds)
 FAILED >= max_attempts        left alone and counted: only an explicit reindex retries them
-PROCESSING runs, stale        closed SUCCESS with their document once every copy is written
+PROCESSING runs, owner gone   closed SUCCESS with their document once every copy is written
 ============================  =============================================================
 
 and converges a BUILDING collection (a ``reindex --into`` in progress) the same way, without
@@ -33,11 +35,12 @@ from ragindex.clock import utcnow
 from ragindex.errors import NotFoundError, ValidationError
 from ragindex.index.protocol import VectorIndex
 from ragindex.pipeline.indexer import Indexer, StageResult
+from ragindex.pipeline.lease import ProcessOwner
 from ragindex.pipeline.manage import purge_rows
 from ragindex.pipeline.reindex import CollectionBuilder
 from ragindex.pipeline.samples import SAMPLE, Sampled
 from ragindex.store.protocol import TruthStore
-from ragindex.store.records import IndexMeta
+from ragindex.store.records import IndexMeta, RunRow
 from ragindex.store.states import IndexStatus, Lifecycle, RunStatus
 from ragindex.types import VectorKind
 
@@ -71,6 +74,9 @@ class RepairReport(Sampled):
     indexed: dict[str, int] = field(default_factory=dict)
     index_failed: dict[str, int] = field(default_factory=dict)
     building: list[dict[str, Any]] = field(default_factory=list)
+    released_owners: list[dict[str, Any]] = field(default_factory=list)
+    live_claims: list[dict[str, Any]] = field(default_factory=list)
+    unfinished: int = 0
     notes: list[str] = field(default_factory=list)
     duration_ms: float = 0.0
 
@@ -89,11 +95,12 @@ class RepairReport(Sampled):
 
     @property
     def ok(self) -> bool:
-        """Nothing failed during this repair (a dry run is always ok)."""
+        """Nothing failed and nothing is left unfinished (claims of live owners included); a dry run is always ok."""
         if self.dry_run:
             return True
         building_failed = any(b.get("failed") for b in self.building)
-        return not any(self.index_failed.values()) and not self.purge_failed and not building_failed
+        failed = any(self.index_failed.values()) or self.purge_failed or building_failed
+        return not failed and not self.unfinished and not self.live_claims
 
     @property
     def found(self) -> int:
@@ -129,6 +136,9 @@ class RepairReport(Sampled):
             "indexed": self.indexed,
             "index_failed": self.index_failed,
             "building": self.building,
+            "released_owners": self.released_owners,
+            "live_claims": self.live_claims,
+            "unfinished": self.unfinished,
             "samples": self.kept_samples(),
             "notes": self.notes,
             "duration_ms": round(self.duration_ms, 1),
@@ -180,7 +190,7 @@ class Repairer:
         kinds: Enabled vector kinds, dense first.
         bucket_count: Tenant buckets.
         max_attempts: Automatic retries per chunk; FAILED rows at this count are left for an explicit reindex.
-        stale_seconds: INDEXING claims older than this are released.
+        stale_seconds: INDEXING claims older than this that no registered owner holds are released (last resort).
         builders: For each BUILDING collection, a builder that can write into it (None: its model is
             not the configured one, so repair can only report it).
     """
@@ -196,8 +206,10 @@ class Repairer:
         max_attempts: int,
         stale_seconds: float,
         builders: Sequence[tuple[IndexMeta, CollectionBuilder | None]] = (),
+        owner: ProcessOwner | None = None,
     ) -> None:
         self.store = store
+        self.owner = owner
         self.index = index
         self.indexer = indexer
         self.kinds = tuple(kinds)
@@ -290,14 +302,26 @@ class Repairer:
                 "chunks FAILED max_attempts times are left alone; retry them with `ragindex reindex --failed`"
             )
 
-    def _settle_runs(self, report: RepairReport, *, dry_run: bool) -> None:
-        """Close the runs a dead process left PROCESSING (older than the stale timeout), and their documents.
+    def _settle_runs(self, report: RepairReport, gone: set[str], *, dry_run: bool) -> None:
+        """Close the runs a gone process left PROCESSING, and their documents.
 
-        Only once every copy of the document is written (the chunks were repaired above); a run of a
-        document with work left stays open until a later repair finishes that work.
+        A run is stuck when its owner is gone (its row released or absent, or in ``gone``); this process's
+        runs, and runs without an owner (made before owners existed), once older than the stale timeout
+        (at once under the embedded lock). Only once every copy of the
+        document is written (the chunks were repaired above); a run of a document with work left stays open
+        until a later repair finishes that work.
         """
         cutoff = utcnow() - timedelta(seconds=self.stale_seconds)
-        stuck = [r for r in self.store.runs(status=RunStatus.PROCESSING) if r.started_at < cutoff]
+        lock = self.owner is not None and self.owner.lock_proves_others_gone
+        me = self.store.owner_id
+        live = {o.owner_id for o in self.store.list_owners()} - gone
+
+        def is_stuck(run: RunRow) -> bool:
+            if run.owner_id and run.owner_id != me and run.owner_id not in live:
+                return True  # its owner is gone
+            return (lock and not run.owner_id) or run.started_at < cutoff
+
+        stuck = [r for r in self.store.runs(status=RunStatus.PROCESSING) if is_stuck(r)]
         if not stuck:
             return
         outcomes = self.store.index_outcomes(sorted({r.doc_id for r in stuck}), self.kinds)
@@ -357,8 +381,9 @@ class Repairer:
         started = time.perf_counter()
         collection = self.indexer.collection if self.indexer is not None else None
         report = RepairReport(dry_run=dry_run, collection=collection, kinds=self.kinds)
+        gone = self._release_gone(report, dry_run=dry_run)
         for kind, ids in self.release_stale(dry_run=dry_run).items():
-            report.stale[kind] = len(ids)
+            report.stale[kind] += len(ids)
             report.sample(f"stale_{kind}", ids)
 
         unpurged = self.store.removed_unpurged()
@@ -375,11 +400,32 @@ class Repairer:
         if collection is not None:
             self._scan(collection, report, skip, dry_run=dry_run)
         self._index(report, dry_run=dry_run)
-        self._settle_runs(report, dry_run=dry_run)
+        self._settle_runs(report, gone, dry_run=dry_run)
         self._settle_documents(report, dry_run=dry_run)
         self._building(report, dry_run=dry_run)
+        if self.owner is not None:
+            report.live_claims = self.owner.live_claims()
+        if not dry_run:
+            report.unfinished = self.store.chunks_needing_work(self.kinds)
+        if report.live_claims:
+            report.notes.append("claims of live owners were left to them; run repair again once they are done")
         report.duration_ms = (time.perf_counter() - started) * 1000
         return report
+
+    def _release_gone(self, report: RepairReport, *, dry_run: bool) -> set[str]:
+        """Release (dry run: count) the claims of gone owners; return those owners' ids."""
+        if self.owner is None:
+            return set()
+        release = self.owner.release_gone(dry_run=dry_run)
+        report.released_owners = release.owners
+        for kind in self.kinds:
+            ids = release.ids.get(kind, [])
+            if dry_run:
+                report.stale[kind] = sum(o["claims"].get(kind, 0) for o in release.owners)
+            else:
+                report.stale[kind] = len(ids)
+            report.sample(f"stale_{kind}", ids)
+        return {o["owner"] for o in release.owners if o["owner"]}
 
 
 def reset_for_reindex(

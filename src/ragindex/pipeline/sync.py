@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -24,7 +25,7 @@ from ragindex.hashing import sha256_text
 from ragindex.index.routing import bucket_of
 from ragindex.loaders.registry import LoaderRegistry
 from ragindex.pipeline import faults
-from ragindex.pipeline.indexer import Indexer, StageResult
+from ragindex.pipeline.indexer import Indexer, StageResult, check_stop
 from ragindex.store.protocol import TruthStore
 from ragindex.store.records import NewDocument
 from ragindex.store.states import RunStatus, Stage
@@ -107,6 +108,7 @@ class SourceSync:
             :attr:`ragindex.config.Settings.chunking_fingerprint`); documents chunked otherwise are re-chunked.
         section_max_chars: Section size limit (0: no sections, every kind on chunks).
         contextual: Index chunks and sections with their ``Title > Heading`` line.
+        stop: Set by a signal handler: the run stops before the next file (and the indexer at its next batch).
     """
 
     def __init__(
@@ -124,8 +126,10 @@ class SourceSync:
         section_max_chars: int = 0,
         contextual: bool = False,
         progress: ProgressFn | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.store = store
+        self.stop = stop
         self._indexer_factory = indexer
         self._indexer: Indexer | None = None
         self.loaders = loaders
@@ -204,6 +208,7 @@ class SourceSync:
         removed: list[str] = []
         t_chunking = time.perf_counter()
         for path in files:
+            check_stop(self.stop)
             uri = str(path)
             seen.add(uri)
             try:

@@ -148,6 +148,7 @@ pipeline_runs = Table(
     Column("sparse_ms", Float),
     Column("total_ms", Float),
     Column("error", Text),
+    Column("owner_id", String(16)),  # m006: the claim owner (process) that runs it
     Column("started_at", Timestamp, nullable=False),
     Column("finished_at", Timestamp),
     Index("ix_runs_doc", "doc_id"),
@@ -180,5 +181,22 @@ index_meta = Table(
     Column("chunker_config", JSON),
     Column("created_at", Timestamp, nullable=False),
     Column("updated_at", Timestamp, nullable=False),
+    **TABLE_OPTIONS,
+)
+
+# m006: one row per process that claims chunks; a claim token starts with its owner's id
+claim_owners = Table(
+    "claim_owners",
+    metadata,
+    Column("owner_id", String(16), primary_key=True),
+    Column("host", String(255), nullable=False),
+    Column("host_key", String(64), nullable=False),  # host name + boot + pid namespace: where pids compare
+    Column("pid", Integer, nullable=False),
+    Column("process_started", Float, nullable=False),  # epoch seconds: tells a reused pid from its owner
+    Column("command", String(300), nullable=False),
+    Column("registered_at", Timestamp, nullable=False),
+    Column("heartbeat_at", Timestamp, nullable=False),
+    Column("lease_until", Timestamp, nullable=False),
+    Index("ix_claim_owners_lease", "lease_until"),
     **TABLE_OPTIONS,
 )

@@ -7,17 +7,17 @@ from typing import TYPE_CHECKING
 from ragindex.store.sql.cache import SqlEmbeddingCache
 from ragindex.store.sql.chunk_reads import SqlChunkReads
 from ragindex.store.sql.chunks import SqlChunkWrites
-from ragindex.store.sql.claims import SqlClaims
 from ragindex.store.sql.collections import SqlCollections
 from ragindex.store.sql.documents import SqlDocuments
+from ragindex.store.sql.owners import SqlOwners
 from ragindex.store.sql.runs import SqlRuns
 
 
-class SqlTruthStore(SqlDocuments, SqlRuns, SqlChunkWrites, SqlChunkReads, SqlClaims, SqlCollections, SqlEmbeddingCache):
+class SqlTruthStore(SqlDocuments, SqlRuns, SqlChunkWrites, SqlChunkReads, SqlOwners, SqlCollections, SqlEmbeddingCache):
     """The truth store on SQL (SQLite by default; MySQL/MariaDB and PostgreSQL through the same code).
 
     It implements every role of :class:`~ragindex.store.protocol.TruthStore`: documents, runs, chunks,
-    claims, collections and the embedding cache. Each role lives in its own module of this package
+    claims and their owners, collections and the embedding cache. Each role lives in its own module of this package
     over the shared :class:`~ragindex.store.sql.core.SqlCore`.
 
     Args:
