@@ -43,6 +43,7 @@ ROLES: tuple[type, ...] = (
     protocol.RunStore,
     protocol.ChunkStore,
     protocol.ClaimStore,
+    protocol.OwnerStore,
     protocol.CollectionStore,
     protocol.EmbeddingCacheStore,
     protocol.TruthStore,
