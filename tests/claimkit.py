@@ -24,9 +24,10 @@ CLI = str(Path(sys.executable).with_name("ragindex"))
 DEADLINE_S = 300.0  # only a hung process gets this far
 
 _WORDS = (
-    "river mountain glacier basalt quartz enzyme protein market ledger harbor comet orbit nebula violin sonata "
-    "bridge tunnel engine turbine algae coral reef desert canyon forest meadow falcon otter beaver lantern"
-).split()
+    ("river", "mountain", "glacier", "basalt", "quartz", "enzyme", "protein", "market", "ledger", "harbor")
+    + ("comet", "orbit", "nebula", "violin", "sonata", "bridge", "tunnel", "engine", "turbine", "algae")
+    + ("coral", "reef", "desert", "canyon", "forest", "meadow", "falcon", "otter", "beaver", "lantern")
+)
 
 
 def write_corpus(folder: Path, documents: int, paragraphs: int = 3, seed: int = 11) -> Path:

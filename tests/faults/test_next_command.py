@@ -14,6 +14,7 @@ import signal
 from pathlib import Path
 
 import pytest
+
 from claimkit import counts, indexing, outcome, query, run, sqlite_url, start, wait_for, write_corpus
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
