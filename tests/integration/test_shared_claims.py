@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import signal
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -42,7 +42,7 @@ def shared_url(request: pytest.FixtureRequest) -> Iterator[str]:
         yield url
 
 
-def owners(url: str) -> list[tuple[str, int, object]]:
+def owners(url: str) -> list[tuple[str, int, datetime]]:
     """(owner_id, pid, lease_until) of every registered owner."""
     return [
         (str(o), int(p), lease) for o, p, lease in query(url, "SELECT owner_id, pid, lease_until FROM claim_owners")

@@ -1,6 +1,6 @@
 """The claim owner contract: owners, leases and the release of gone owners' claims, on every SQL backend.
 
-A backend's test module subclasses :class:`ClaimOwnerContract` next to its
+A backend's test class inherits :class:`ClaimOwnerContract` next to
 :class:`~ragindex.testing.contracts.truth_store.TruthStoreContract` and overrides the same ``store``
 fixture. Each test plays two or more processes with one store each, opened on the same database
 (``SqlTruthStore(store.url)``): what one owner may do to another's claims is the point of the suite.
