@@ -210,6 +210,7 @@ class Engine:
             resume=resume,
             job_id=job_id,
         )
+        self.owner.settle_runs(self.kinds, self.settings.indexing_stale_seconds)  # what a dead ingest left open
         self._maybe_optimize(user_id)
         return report
 

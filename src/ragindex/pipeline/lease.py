@@ -27,8 +27,9 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -36,8 +37,9 @@ from typing import Any
 from ragindex.clock import utcnow
 from ragindex.errors import RagindexError
 from ragindex.index.ownership import IndexOwnership, command_line
-from ragindex.store.protocol import OwnerStore
-from ragindex.store.records import Claim, NewOwner, OwnerRow
+from ragindex.store.protocol import OwnerStore, TruthStore
+from ragindex.store.records import Claim, NewOwner, OwnerRow, RunRow
+from ragindex.store.states import RunStatus
 
 log = logging.getLogger(__name__)
 
@@ -244,7 +246,7 @@ class ProcessOwner:
 
     def __init__(
         self,
-        store: OwnerStore,
+        store: TruthStore,
         ownership: IndexOwnership | None,
         *,
         lease_seconds: float,
@@ -293,7 +295,7 @@ class ProcessOwner:
     def release_gone(self, *, dry_run: bool = False) -> Release:
         """Release the claims of every gone owner (lapsed ones re-checked under a row lock); ``dry_run`` only lists."""
         gone = self.gone_owners()
-        claims = self.store.claims_by_owner()
+        claims = self.store.claims_by_owner() if gone or self.lock_proves_others_gone else {}
         owners = [_describe(o, claims.get(o.owner_id, {})) for o in gone]
         if self.lock_proves_others_gone and None in claims:
             owners.append({"owner": None, "claims": _nonzero(claims[None]), "note": "no registered owner"})
@@ -311,6 +313,38 @@ class ProcessOwner:
         if owners:
             log.info("released %d claims of %d gone owners", sum(map(len, released.values())), len(owners))
         return Release(ids=released, owners=owners)
+
+    def settle_runs(
+        self, kinds: Sequence[str], stale_seconds: float, *, gone: Set[str] = frozenset(), dry_run: bool = False
+    ) -> int:
+        """Close the runs that gone processes left PROCESSING, with their documents; return how many were stuck.
+
+        A run is stuck when its owner is gone (its row released, or in ``gone``); this process's runs, and runs
+        without an owner (made before owners existed), once older than ``stale_seconds`` (at once under the
+        embedded lock). Only a run whose document has every copy written is closed (SUCCESS); the others stay
+        open until the work left is done.
+        """
+        cutoff = utcnow() - timedelta(seconds=stale_seconds)
+        lock, me = self.lock_proves_others_gone, self.store.owner_id
+        live = {o.owner_id for o in self.store.list_owners()} - set(gone)
+
+        def is_stuck(run: RunRow) -> bool:
+            if run.owner_id and run.owner_id != me and run.owner_id not in live:
+                return True
+            return (lock and not run.owner_id) or run.started_at < cutoff
+
+        stuck = [r for r in self.store.runs(status=RunStatus.PROCESSING) if is_stuck(r)]
+        if not stuck or dry_run:
+            return len(stuck)
+        outcomes = self.store.index_outcomes(sorted({r.doc_id for r in stuck}), kinds)
+        stages = dict.fromkeys(kinds, (RunStatus.SUCCESS, None))
+        done = [r for r in stuck if not any(outcomes[r.doc_id].values())]
+        settled = {"status": RunStatus.SUCCESS, "failed_stage": None, "error": None, "total_ms": None}
+        if done:
+            self.store.settle_runs(
+                [{"run_id": r.run_id, "doc_id": r.doc_id, **settled, "stages": stages} for r in done]
+            )
+        return len(stuck)
 
     def live_claims(self) -> list[dict[str, Any]]:
         """Claims held by other live owners (and by no known owner), with who holds them and for how long."""

@@ -28,10 +28,8 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
-from ragindex.clock import utcnow
 from ragindex.errors import NotFoundError, ValidationError
 from ragindex.index.protocol import VectorIndex
 from ragindex.pipeline.indexer import Indexer, StageResult
@@ -40,7 +38,7 @@ from ragindex.pipeline.manage import purge_rows
 from ragindex.pipeline.reindex import CollectionBuilder
 from ragindex.pipeline.samples import SAMPLE, Sampled
 from ragindex.store.protocol import TruthStore
-from ragindex.store.records import IndexMeta, RunRow
+from ragindex.store.records import IndexMeta
 from ragindex.store.states import IndexStatus, Lifecycle, RunStatus
 from ragindex.types import VectorKind
 
@@ -302,49 +300,6 @@ class Repairer:
                 "chunks FAILED max_attempts times are left alone; retry them with `ragindex reindex --failed`"
             )
 
-    def _settle_runs(self, report: RepairReport, gone: set[str], *, dry_run: bool) -> None:
-        """Close the runs a gone process left PROCESSING, and their documents.
-
-        A run is stuck when its owner is gone (its row released or absent, or in ``gone``); this process's
-        runs, and runs without an owner (made before owners existed), once older than the stale timeout
-        (at once under the embedded lock). Only once every copy of the
-        document is written (the chunks were repaired above); a run of a document with work left stays open
-        until a later repair finishes that work.
-        """
-        cutoff = utcnow() - timedelta(seconds=self.stale_seconds)
-        lock = self.owner is not None and self.owner.lock_proves_others_gone
-        me = self.store.owner_id
-        live = {o.owner_id for o in self.store.list_owners()} - gone
-
-        def is_stuck(run: RunRow) -> bool:
-            if run.owner_id and run.owner_id != me and run.owner_id not in live:
-                return True  # its owner is gone
-            return (lock and not run.owner_id) or run.started_at < cutoff
-
-        stuck = [r for r in self.store.runs(status=RunStatus.PROCESSING) if is_stuck(r)]
-        if not stuck:
-            return
-        outcomes = self.store.index_outcomes(sorted({r.doc_id for r in stuck}), self.kinds)
-        done = [r for r in stuck if not any(outcomes[r.doc_id].values())]
-        report.stuck_runs = len(stuck)
-        if dry_run or not done:
-            return
-        stages = dict.fromkeys(self.kinds, (RunStatus.SUCCESS, None))
-        self.store.settle_runs(
-            [
-                {
-                    "run_id": r.run_id,
-                    "doc_id": r.doc_id,
-                    "status": RunStatus.SUCCESS,
-                    "failed_stage": None,
-                    "error": None,
-                    "total_ms": None,
-                    "stages": stages,
-                }
-                for r in done
-            ]
-        )
-
     def _settle_documents(self, report: RepairReport, *, dry_run: bool) -> None:
         """A document FAILED at an index stage is SUCCESS again once repair has written every copy.
 
@@ -400,7 +355,8 @@ class Repairer:
         if collection is not None:
             self._scan(collection, report, skip, dry_run=dry_run)
         self._index(report, dry_run=dry_run)
-        self._settle_runs(report, gone, dry_run=dry_run)
+        if self.owner is not None:
+            report.stuck_runs = self.owner.settle_runs(self.kinds, self.stale_seconds, gone=gone, dry_run=dry_run)
         self._settle_documents(report, dry_run=dry_run)
         self._building(report, dry_run=dry_run)
         if self.owner is not None:
