@@ -3,8 +3,8 @@
 
 The real CLI ingests a generated corpus with the real model (several claim batches), and the test
 signals it once the truth store shows claims in flight (chunks INDEXING: mid-embedding). Nothing in
-these tests shortens a timeout or a lease: the dead process's claims are released because the next
-command holds the embedded index lock, which proves their owner gone. After SIGINT the process itself
+these tests shortens a timeout or a lease: the dead process's claims are released, and its runs closed,
+because the next command holds the embedded index lock, which proves their owner gone. After SIGINT the process itself
 gives its claims back before it exits, so nothing is left INDEXING at all.
 """
 
@@ -66,5 +66,8 @@ def test_the_next_command_converges_without_waiting(tmp_path: Path, signum: int,
     assert documents == DOCUMENTS and chunks > DOCUMENTS
     statuses = query(url, "SELECT DISTINCT dense_status FROM chunks WHERE dense_status IS NOT NULL")
     assert statuses == [("SUCCESS",)]
+    # the interrupted process's runs and documents are closed too, not left PROCESSING
+    assert query(url, "SELECT COUNT(*) FROM pipeline_runs WHERE status = 'PROCESSING'") == [(0,)]
+    assert query(url, "SELECT DISTINCT status FROM documents") == [("SUCCESS",)]
     if next_command == "repair":
         assert '"ok": true' in done.stdout
