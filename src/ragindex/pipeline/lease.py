@@ -225,11 +225,6 @@ class Release:
     ids: dict[str, list[str]]
     owners: list[dict[str, Any]]
 
-    @property
-    def count(self) -> int:
-        """Claims released, all kinds together."""
-        return sum(len(v) for v in self.ids.values())
-
 
 class ProcessOwner:
     """What a process holds before it writes: the embedded index lock (if any), then a claim lease.
