@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ragindex import factory
 from ragindex.config.settings import Settings
+from ragindex.maintenance import Maintenance
 from ragindex.pipeline.catalog import CollectionCatalog
-from ragindex.store.records import IndexMeta
-from ragindex.store.states import CollectionState, IndexStatus
 from ragindex.types import VectorKind
 
 if TYPE_CHECKING:
@@ -29,9 +28,6 @@ if TYPE_CHECKING:
     from ragindex.index.protocol import VectorIndex
     from ragindex.pipeline.indexer import Indexer
     from ragindex.pipeline.manage import ChunkManager
-    from ragindex.pipeline.reconcile import Reconciler
-    from ragindex.pipeline.reindex import ReindexReport
-    from ragindex.pipeline.repair import Repairer, RepairReport
     from ragindex.pipeline.sync import IngestReport, ProgressFn
     from ragindex.pipeline.verify import VerifyReport
     from ragindex.retrieval.rerank import Reranker
@@ -42,8 +38,8 @@ log = logging.getLogger(__name__)
 _Part = TypeVar("_Part")
 
 
-class Engine:
-    """Ingest, search, verify (and, through :mod:`ragindex.pipeline`, repair) one ragindex deployment.
+class Engine(Maintenance):
+    """Ingest, search and verify one deployment (repair and reindex: :class:`~ragindex.maintenance.Maintenance`).
 
     Args:
         settings: Validated settings (default: read from the environment and ``.env``).
@@ -66,6 +62,8 @@ class Engine:
             dense=lambda: self.dense,
             sparse=self.sparse,
         )
+        self.owner = factory.build_process_owner(self.settings, self.store)  # index lock and claim lease
+        self._stop = threading.Event()
         self._index: VectorIndex | None = None
         self._index_wrapper = index_wrapper
         self._dense: DenseEncoder | None = None
@@ -83,15 +81,23 @@ class Engine:
         self.close()
 
     def close(self) -> None:
-        """Flush and release the index, the HTTP encoders' connections and the store."""
-        if self._index is not None:
-            self._index.close()
-            self._index = None
-        for encoder in (self._dense, *self.sparse.values()):
-            close = getattr(encoder, "close", None)
-            if callable(close):
-                close()
-        self.store.close()
+        """Give back this process's claims (also after a signal), then close the index, its lock, encoders, store."""
+        try:
+            self.owner.lease.close()
+        finally:
+            if self._index is not None:
+                self._index.close()
+                self._index = None
+            self.owner.unlock()
+            for encoder in (self._dense, *self.sparse.values()):
+                close = getattr(encoder, "close", None)
+                if callable(close):
+                    close()
+            self.store.close()
+
+    def request_stop(self) -> None:
+        """Stop the running operation at its next batch boundary (``Interrupted``); safe in a signal handler."""
+        self._stop.set()
 
     # ------------------------------------------------------------------ lazily built parts
     def _part(self, attr: str, build: Callable[[], _Part]) -> _Part:
@@ -106,7 +112,8 @@ class Engine:
         return part
 
     def _build_index(self) -> VectorIndex:
-        index = factory.build_index(self.settings)
+        self.owner.lock()  # an embedded index has one owner process: fail here, naming it, before opening
+        index = factory.build_index(self.settings, self.owner.ownership)
         return index if self._index_wrapper is None else self._index_wrapper(index)
 
     @property
@@ -152,6 +159,8 @@ class Engine:
             cached,
             self.sparse,
             batch_size=self.settings.embed_batch_size,
+            lease=self.owner.lease,
+            stop=self._stop,
         )
 
     # ------------------------------------------------------------------ API
@@ -195,6 +204,7 @@ class Engine:
         validate_ids(user_id=user_id, set_id=set_id)
         if any(not str(p).strip() for p in paths):
             raise InputError("an empty path was given; name the files or folders to ingest (`.` for this folder)")
+        self.owner.begin()
         self._enable_sparse_kinds()
         settings = self.settings
         sync = SourceSync(
@@ -215,6 +225,7 @@ class Engine:
             section_max_chars=self.settings.section_max_chars,
             contextual=self.settings.contextual_chunks,
             progress=progress,
+            stop=self._stop,
         )
         report = sync.run(
             [Path(p) for p in paths],
@@ -225,6 +236,7 @@ class Engine:
             allow_mass_delete=allow_mass_delete,
             job_id=job_id,
         )
+        self.owner.settle_runs(self.kinds, self.settings.indexing_stale_seconds)  # what a dead ingest left open
         self._maybe_optimize(user_id)
         return report
 
@@ -351,6 +363,7 @@ class Engine:
     def _chunk_manager(self) -> ChunkManager:
         from ragindex.pipeline.manage import ChunkManager
 
+        self.owner.begin(release=False)
         return ChunkManager(self.store, self._active_indexer, self.kinds)
 
     def update_chunk(
@@ -380,136 +393,3 @@ class Engine:
 
         validate_ids(user_id=user_id, set_id=set_id)
         return self._chunk_manager().delete_source(path, user_id=user_id, set_id=set_id)
-
-    def _repairer(self, stale_seconds: float | None = None) -> Repairer:
-        from ragindex.encoders.cached import CachedDenseEncoder
-        from ragindex.pipeline.reindex import CollectionBuilder
-        from ragindex.pipeline.repair import Repairer
-
-        builders: list[tuple[IndexMeta, CollectionBuilder | None]] = []
-        for meta in self.store.list_index_meta():
-            if meta.state != CollectionState.BUILDING:
-                continue
-            builder = None
-            if meta.dense_fingerprint == self.dense.fingerprint:
-                builder = CollectionBuilder(
-                    self.store,
-                    self.index,
-                    meta.collection,
-                    CachedDenseEncoder(self.dense, self.store),
-                    self.sparse,
-                    bucket_count=self.settings.bucket_count,
-                    batch_size=self.settings.embed_batch_size,
-                )
-            builders.append((meta, builder))
-        return Repairer(
-            self.store,
-            self.index,
-            self._active_indexer(),
-            self.kinds,
-            bucket_count=self.settings.bucket_count,
-            max_attempts=self.settings.max_attempts,
-            stale_seconds=self.settings.indexing_stale_seconds if stale_seconds is None else stale_seconds,
-            builders=builders,
-        )
-
-    def repair(self, dry_run: bool = False, *, stale_seconds: float | None = None) -> RepairReport:
-        """Converge the index copies to the truth store (seed 4.6); ``dry_run`` only reports.
-
-        Stale INDEXING claims, FAILED chunks below ``max_attempts``, REMOVED chunks not yet purged,
-        SUCCESS copies missing from the index and orphan points, in the ACTIVE collection and in a
-        collection being built by ``reindex --into``. ``stale_seconds`` overrides
-        ``indexing_stale_seconds``.
-        """
-        if not dry_run:
-            self._enable_sparse_kinds()
-            if self.read_collection() is None and self.store.chunks_needing_work(self.kinds):
-                # an ingest died after its first truth write but before its first index write:
-                # create the collection it would have created, so its chunks are indexed now
-                self.write_collection()
-        return self._repairer(stale_seconds).run(dry_run=dry_run)
-
-    def reconciler(self, *, owner: str | None = None) -> Reconciler:
-        """The periodic reconciler over this store and the ACTIVE collection (:mod:`ragindex.pipeline.reconcile`)."""
-        from ragindex.pipeline.reconcile import ReconcilePolicy, Reconciler
-
-        policy = ReconcilePolicy.from_settings(self.settings.pipeline)
-        return Reconciler(self.store, self._active_indexer, self.kinds, policy, owner=owner)
-
-    def repair_stale_indexing(self, limit: int | None = None, *, stale_seconds: float | None = None) -> dict[str, Any]:
-        """Release INDEXING claims older than the stale timeout (up to ``limit`` per kind), then index those chunks."""
-        from ragindex.pipeline.repair import index_chunks
-
-        released = self._repairer(stale_seconds).release_stale(limit=limit)
-        ids = list(dict.fromkeys(cid for kind_ids in released.values() for cid in kind_ids))
-        out: dict[str, Any] = {"released": {k: len(v) for k, v in released.items()}, "chunk_ids": ids[:10]}
-        indexer = self._active_indexer() if ids else None
-        if indexer is not None:
-            results = index_chunks(self.store, indexer, chunk_ids=ids)
-            out["indexed"] = {k: len(r.indexed) for k, r in results.items()}
-            out["failed"] = {k: len(r.failed) for k, r in results.items()}
-        return out
-
-    def reindex_failed(self, ids: Sequence[str] | None = None) -> dict[str, Any]:
-        """Explicit retry (seed 4.6): FAILED copies (all, or of ``ids``) go back to PENDING whatever their attempts.
-
-        Then exactly those chunks are indexed. Unknown or deleted ids raise NotFoundError before anything changes.
-        """
-        from ragindex.pipeline.repair import explicit_reindex
-
-        return explicit_reindex(self.store, self.indexer, self.kinds, ids, from_statuses=(IndexStatus.FAILED,))
-
-    def reindex_chunks(self, ids: Sequence[str]) -> dict[str, Any]:
-        """Rebuild the copies of the given chunks, FAILED or SUCCESS (an INDEXING claim is left to its owner)."""
-        from ragindex.pipeline.repair import explicit_reindex
-
-        return explicit_reindex(
-            self.store, self.indexer, self.kinds, ids, from_statuses=(IndexStatus.FAILED, IndexStatus.SUCCESS)
-        )
-
-    def reindex_into(
-        self,
-        name: str,
-        model: str | None = None,
-        drop_old: bool = False,
-        *,
-        progress: Callable[[str, int], None] | None = None,
-    ) -> ReindexReport:
-        """Build collection ``name`` from the truth store, then make it the one searches read (seed 9.7).
-
-        Args:
-            name: New collection name (``^[A-Za-z][A-Za-z0-9_]{0,40}$``, must not exist; a BUILDING one
-                with the same model is resumed).
-            model: Dense model of the new collection (default: the configured one; with the same model the
-                embedding cache is reused and nothing is re-embedded). With another model, every process
-                must run with ``RAGINDEX_DENSE_MODEL=<model>`` after the switch.
-            drop_old: Drop the previously ACTIVE collection once the new one is active.
-            progress: Called with (kind, copies written) after each batch.
-        """
-        from ragindex.encoders.cached import CachedDenseEncoder
-        from ragindex.pipeline.reindex import CollectionBuilder, reindex_into, validate_collection_name
-
-        validate_collection_name(name)
-        encoder = self.dense
-        if model is not None and model != self.settings.dense_model:
-            encoder = factory.build_dense_encoder(self.settings, model)
-            if encoder.fingerprint != self.dense.fingerprint:
-                _ = encoder.dimension  # load it now: a wrong model name fails before anything is recorded
-        builder = CollectionBuilder(
-            self.store,
-            self.index,
-            name,
-            CachedDenseEncoder(encoder, self.store),
-            self.sparse,
-            bucket_count=self.settings.bucket_count,
-            batch_size=self.settings.embed_batch_size,
-            progress=progress,
-        )
-        return reindex_into(
-            self.store,
-            self.index,
-            self.collections.meta_for(name, state=CollectionState.BUILDING, dense=encoder),
-            builder,
-            drop_old=drop_old,
-            configured_fingerprint=self.dense.fingerprint,
-        )

@@ -124,6 +124,10 @@ class IllegalTransitionError(IntegrityError):
     """A chunk state transition that the state machine does not allow."""
 
 
+class Interrupted(RagindexError, exit_code=130, http_status=503):
+    """A signal (SIGINT, SIGTERM) stopped the operation at a batch boundary; its claims were given back."""
+
+
 class NotFoundError(RagindexError, exit_code=7, http_status=404):
     """The requested object (document, chunk, job, collection) does not exist for this tenant."""
 

@@ -12,8 +12,10 @@ if TYPE_CHECKING:
     from ragindex.chunking.protocol import Chunker
     from ragindex.config.sections import SparseSettings
     from ragindex.encoders.protocol import DenseEncoder, SparseEncoder
+    from ragindex.index.ownership import IndexOwnership
     from ragindex.index.protocol import VectorIndex
     from ragindex.loaders.registry import LoaderRegistry
+    from ragindex.pipeline.lease import ProcessOwner
     from ragindex.retrieval.rerank import Reranker
     from ragindex.store.protocol import TruthStore
 
@@ -25,13 +27,45 @@ def build_store(settings: Settings) -> TruthStore:
     return SqlTruthStore(settings.resolved_database_url)
 
 
-def build_index(settings: Settings) -> VectorIndex:
-    """Qdrant Edge under the data dir, or a Qdrant server / local path through qdrant-client."""
+def build_index_ownership(settings: Settings) -> IndexOwnership | None:
+    """The one-owner-process lock of an embedded index (Edge, or a qdrant-client local path); None for a server."""
+    from ragindex.index.ownership import IndexOwnership
+
+    index = settings.index
+    if index.index_backend == "edge":
+        return IndexOwnership(settings.store.index_dir)
+    if index.index_backend == "qdrant" and index.qdrant_url is None and index.qdrant_path is not None:
+        return IndexOwnership(index.qdrant_path)
+    return None
+
+
+def build_process_owner(settings: Settings, store: TruthStore) -> ProcessOwner:
+    """The index lock (embedded) and the claim lease of this process's engine.
+
+    Holding the lock proves every other owner gone only where nothing reaches the store without it: SQLite.
+    """
+    from ragindex.pipeline.lease import ProcessOwner
+
+    return ProcessOwner(
+        store,
+        build_index_ownership(settings),
+        lease_seconds=settings.claim_lease_seconds,
+        heartbeat_seconds=settings.claim_heartbeat_seconds,
+        private_store=store.dialect == "sqlite",
+        max_attempts=settings.max_attempts,
+    )
+
+
+def build_index(settings: Settings, ownership: IndexOwnership | None = None) -> VectorIndex:
+    """Qdrant Edge under the data dir, or a Qdrant server / local path through qdrant-client.
+
+    ``ownership``: the Edge directory's lock when the caller holds it already (see :func:`build_index_ownership`).
+    """
     index = settings.index
     if index.index_backend == "edge":
         from ragindex.index.qdrant_edge import QdrantEdgeIndex
 
-        return QdrantEdgeIndex(settings.store.index_dir)
+        return QdrantEdgeIndex(settings.store.index_dir, ownership)
     if index.index_backend == "qdrant":
         from ragindex.index.qdrant_server import QdrantServerIndex  # its constructor names the missing extra
 

@@ -1,4 +1,4 @@
-"""The truth store contract on SQLite, MariaDB/MySQL and PostgreSQL."""
+"""The truth store contract, claim owners and leases included, on SQLite, MariaDB/MySQL and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ from sqlalchemy import text
 from ragindex.store import schema
 from ragindex.store.migrations import apply_migrations
 from ragindex.store.sql import SqlTruthStore
+from ragindex.testing.contracts.claim_owners import ClaimOwnerContract
 from ragindex.testing.contracts.reconcile_store import ReconcileStoreContract
 from ragindex.testing.contracts.truth_store import TruthStoreContract
 
 
-class TestSqliteTruthStore(TruthStoreContract, ReconcileStoreContract):
+class TestSqliteTruthStore(TruthStoreContract, ReconcileStoreContract, ClaimOwnerContract):
     @pytest.fixture
     def store(self, sqlite_url: str) -> Iterator[SqlTruthStore]:
         store = SqlTruthStore(sqlite_url)
@@ -24,7 +25,7 @@ class TestSqliteTruthStore(TruthStoreContract, ReconcileStoreContract):
 
 
 @pytest.mark.mysql
-class TestMysqlTruthStore(TruthStoreContract, ReconcileStoreContract):
+class TestMysqlTruthStore(TruthStoreContract, ReconcileStoreContract, ClaimOwnerContract):
     @pytest.fixture
     def store(self, empty_mysql_url: str) -> Iterator[SqlTruthStore]:
         store = SqlTruthStore(empty_mysql_url)
@@ -59,7 +60,7 @@ class TestMysqlTruthStore(TruthStoreContract, ReconcileStoreContract):
 
 
 @pytest.mark.postgres
-class TestPostgresTruthStore(TruthStoreContract, ReconcileStoreContract):
+class TestPostgresTruthStore(TruthStoreContract, ReconcileStoreContract, ClaimOwnerContract):
     @pytest.fixture
     def store(self, empty_postgres_url: str) -> Iterator[SqlTruthStore]:
         store = SqlTruthStore(empty_postgres_url)

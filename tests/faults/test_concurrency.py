@@ -129,7 +129,10 @@ def test_four_index_runs_and_a_repair_share_one_engine(tmp_path: Path, monkeypat
         assert not errors, errors
         assert not ledger.double, f"chunks held by two claims at once: {ledger.double[:5]}"
         assert not [r.failed for r in results if r.failed], "an index batch failed under contention"
-        assert all(r.ok for r in repairs), [r.to_dict() for r in repairs]
+        # nothing failed; a repair racing the index runs may end with their work in flight (then it is not ok)
+        assert not [r for r in repairs if any(r.index_failed.values()) or r.purge_failed], [
+            r.to_dict() for r in repairs
+        ]
         indexed = Counter((r.kind, cid) for r in results for cid in r.indexed)
         assert all(n == 1 for n in indexed.values())  # a chunk is indexed by one worker only
         assert len({id(r) for r in results if r.kind == "dense" and r.indexed}) >= 2, "the claims did not interleave"

@@ -318,9 +318,14 @@ class RerankSettings(SettingsSection):
 
 
 class PipelineSettings(SettingsSection):
-    """Pipeline: the chunk state machine (stale claims, retries), the reconciler and the mass-deletion guard."""
+    """Pipeline: the chunk state machine (claim leases, stale claims, retries), reconciler, mass-delete guard."""
 
-    indexing_stale_seconds: int = Field(600, ge=1, description="INDEXING older than this is stale (repair resets it).")
+    indexing_stale_seconds: int = Field(
+        600,
+        ge=1,
+        description="Last resort: INDEXING claims older than this that no registered owner holds (claims made "
+        "before owners existed) are released by repair. Claims of an owner are released when it is gone.",
+    )
     max_attempts: int = Field(5, ge=1, description="Automatic retries per chunk before it stays FAILED.")
     max_remove_fraction: float = Field(
         0.5,
@@ -350,8 +355,23 @@ class PipelineSettings(SettingsSection):
         1000, ge=1, description="Most chunks one reconciler pass retries (the rest: next pass)."
     )
 
+    claim_lease_seconds: float = Field(
+        30,
+        gt=0,
+        description="Lease of a claiming process: on a shared database, its claims can be taken once its "
+        "heartbeat has not renewed the lease for this long.",
+    )
+    claim_heartbeat_seconds: float = Field(
+        10, gt=0, description="How often a claiming process renews its lease (must be under the lease)."
+    )
+
     @model_validator(mode="after")
-    def _check_reconcile_backoff(self) -> Self:
+    def _check_heartbeat_and_backoff(self) -> Self:
         if self.reconcile_backoff_max_seconds < self.reconcile_backoff_seconds:
             raise ValueError("reconcile_backoff_max_seconds must be at least reconcile_backoff_seconds")
+        if self.claim_heartbeat_seconds >= self.claim_lease_seconds:
+            raise ValueError(
+                f"claim_heartbeat_seconds ({self.claim_heartbeat_seconds}) must be smaller than "
+                f"claim_lease_seconds ({self.claim_lease_seconds})"
+            )
         return self

@@ -1,7 +1,8 @@
 """The embedded index: Qdrant Edge (``qdrant-edge-py``), one shard directory per bucket.
 
 Facts that shape this module (``shared/research/qdrant-edge.md``): one ``EdgeShard`` per
-directory (a WAL lock), so one process owns the index and a second opener gets an
+directory (a WAL lock), so one process owns the index: it takes the directory's lock
+(:mod:`ragindex.index.ownership`) before opening anything, and a second opener gets an
 :class:`IndexLockedError` naming the owner; every call holds the GIL; upsert replaces the
 whole point, so sparse stages use ``update_vectors``; ids come back as ``uuid.UUID``;
 payload indexes must exist before filtering is fast; never disable the WAL.
@@ -9,13 +10,9 @@ payload indexes must exist before filtering is fast; never disable the WAL.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import shutil
-import sys
 import threading
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,13 +21,12 @@ from typing import Any
 from ragindex.errors import IndexBackendError, IndexLockedError, ValidationError
 from ragindex.index import _qdrant
 from ragindex.index._qdrant import PAYLOAD_INDEXES, SCROLL_PAGE, QdrantSearch, QueryPlan
+from ragindex.index.ownership import IndexOwnership
 from ragindex.index.protocol import DensePoint, ScoredIds, SparsePoint
 from ragindex.index.routing import physical_name
 from ragindex.types import SparseVector, VectorKind
 
 log = logging.getLogger(__name__)
-
-_OWNER_FILE = "owner.json"
 
 
 class QdrantEdgeIndex(QdrantSearch):
@@ -38,18 +34,21 @@ class QdrantEdgeIndex(QdrantSearch):
 
     Args:
         root: Directory holding one sub-directory per bucket shard.
+        ownership: The lock on ``root`` (the Engine passes the one it takes before staging anything); by
+            default the index takes its own, released by :meth:`close`.
     """
 
     backend = "edge"
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, ownership: IndexOwnership | None = None) -> None:
         import qdrant_edge  # heavy native module: imported only when the embedded index is used
 
         self._q = qdrant_edge
         self.root = root
         self._shards: dict[str, Any] = {}
         self._lock = threading.RLock()
-        self._owner_written = False
+        self._own_lock = ownership is None
+        self.ownership = ownership or IndexOwnership(root)
 
     # ------------------------------------------------------------------ shard lifecycle
     def has_bucket(self, collection: str, bucket: int) -> bool:
@@ -67,7 +66,7 @@ class QdrantEdgeIndex(QdrantSearch):
             exists = (path / "edge_config.json").exists()
             if not exists and create_dim is None:
                 return None
-            self._claim_ownership()
+            self.ownership.acquire()  # the lock first: nothing is opened or recorded without it
             q = self._q
             try:
                 if exists:
@@ -82,8 +81,8 @@ class QdrantEdgeIndex(QdrantSearch):
                     params = q.IntegerIndexParams(lookup=True, range=False, is_principal=field == "user_id")
                     shard.update(q.UpdateOperation.create_field_index(field, params))
             except Exception as exc:
-                if "WouldBlock" in str(exc):
-                    raise IndexLockedError(self._owner_message(path), path=str(path)) from exc
+                if "WouldBlock" in str(exc):  # a process that does not take the lock (an older ragindex)
+                    raise IndexLockedError(self.ownership.locked_message(), path=str(path)) from exc
                 raise IndexBackendError(f"cannot open Edge shard {path}: {exc}", backend="edge") from exc
             self._shards[name] = shard
             return shard
@@ -99,31 +98,6 @@ class QdrantEdgeIndex(QdrantSearch):
             max_search_threads=1,  # many shards in one process on 2 cores: one search thread each
         )
 
-    def _claim_ownership(self) -> None:
-        if self._owner_written:
-            return
-        self.root.mkdir(parents=True, exist_ok=True)
-        owner = {
-            "pid": os.getpid(),
-            "command": " ".join(sys.argv)[:300],
-            "since": time.strftime("%FT%TZ", time.gmtime()),
-        }
-        (self.root / _OWNER_FILE).write_text(json.dumps(owner))
-        self._owner_written = True
-
-    def _owner_message(self, path: Path) -> str:
-        owner = ""
-        try:
-            info = json.loads((self.root / _OWNER_FILE).read_text())
-            owner = f" by process {info['pid']} ({info['command']!r}, since {info['since']})"
-        except (OSError, ValueError, KeyError):
-            pass
-        return (
-            f"the embedded index at {path} is open{owner}; Qdrant Edge allows one owner process. "
-            "Stop that process, or send requests to it (e.g. the running `ragindex serve`), "
-            "or use a Qdrant server (RAGINDEX_INDEX_BACKEND=qdrant) for several processes."
-        )
-
     @contextmanager
     def _errors(self, what: str) -> Iterator[None]:
         try:
@@ -134,7 +108,7 @@ class QdrantEdgeIndex(QdrantSearch):
             raise IndexBackendError(f"Qdrant Edge {what} failed: {exc}", backend="edge") from exc
 
     def close(self) -> None:
-        """Flush and close every open shard, and release ownership."""
+        """Flush and close every open shard, and release the lock when this index took it."""
         with self._lock:
             for shard in self._shards.values():
                 try:
@@ -142,14 +116,8 @@ class QdrantEdgeIndex(QdrantSearch):
                 except Exception as exc:  # closing must go on for the other shards
                     log.warning("closing an Edge shard failed: %s", exc)
             self._shards.clear()
-            if self._owner_written:
-                try:
-                    info = json.loads((self.root / _OWNER_FILE).read_text())
-                    if info.get("pid") == os.getpid():
-                        (self.root / _OWNER_FILE).unlink()
-                except (OSError, ValueError):
-                    pass
-                self._owner_written = False
+            if self._own_lock:
+                self.ownership.release()
 
     # ------------------------------------------------------------------ writes
     def upsert_dense(self, collection: str, bucket: int, points: Sequence[DensePoint]) -> None:

@@ -4,7 +4,8 @@ A failpoint does nothing unless it is armed, either in-process (:func:`arm`) or 
 subprocess through ``RAGINDEX_FAILPOINTS="dense.after_encode=raise,purge.before_truth=kill"``.
 ``raise`` raises :class:`InjectedFault`; ``kill`` sends SIGKILL to the current process,
 which is how the suite proves that a crash at that instruction loses nothing; ``crash`` raises
-:class:`InjectedCrash`, an exception outside the ragindex hierarchy, as a bug would.
+:class:`InjectedCrash`, an exception outside the ragindex hierarchy, as a bug would; ``stop`` sends
+SIGSTOP (the process freezes there until a SIGCONT, like a paused VM, and then goes on).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def _from_env() -> dict[str, str]:
 
 
 def arm(name: str, action: str = "raise") -> None:
-    """Arm failpoint ``name`` with ``raise``, ``crash`` or ``kill`` (in this process)."""
+    """Arm failpoint ``name`` with ``raise``, ``crash``, ``kill`` or ``stop`` (in this process)."""
     if name not in POINTS:
         raise ValueError(f"unknown failpoint {name!r}; valid: {', '.join(POINTS)}")
     _armed[name] = action
@@ -75,4 +76,7 @@ def hit(name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
     if action == "crash":
         raise InjectedCrash(f"injected crash at {name}")
+    if action == "stop":
+        os.kill(os.getpid(), signal.SIGSTOP)
+        return
     raise InjectedFault(f"injected fault at {name}", failpoint=name)

@@ -1,15 +1,17 @@
 """The index stages: claim chunks in the truth store, encode them, write index copies, confirm.
 
-For every batch: CAS claim (PENDING/FAILED -> INDEXING) -> encode (cache first) -> index
-write -> SUCCESS. A batch whose encoder or index write fails is marked FAILED with the
-error and the other batches go on (seed section 4.1). A crash anywhere leaves INDEXING
-rows that repair releases after the stale timeout; index writes are idempotent upserts
-keyed by chunk_id, so redoing a batch is always safe.
+For every batch: CAS claim (PENDING/FAILED -> INDEXING) -> encode (cache first) -> lease
+guard -> index write -> SUCCESS. A batch whose encoder or index write fails is marked FAILED
+with the error and the other batches go on (seed section 4.1). A crash anywhere leaves INDEXING
+rows held by a dead owner, which the next command releases (:mod:`ragindex.pipeline.lease`);
+index writes are idempotent upserts keyed by chunk_id, so redoing a batch is always safe. A stop
+request (SIGINT, SIGTERM) ends the run at the next batch boundary with :class:`Interrupted`.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -17,9 +19,10 @@ from dataclasses import dataclass, field
 
 from ragindex.encoders.cached import CachedDenseEncoder
 from ragindex.encoders.protocol import SparseEncoder
-from ragindex.errors import RagindexError
+from ragindex.errors import Interrupted, RagindexError
 from ragindex.index.protocol import DensePoint, SparsePoint, VectorIndex
 from ragindex.pipeline import faults
+from ragindex.pipeline.lease import Lease
 from ragindex.store.protocol import TruthStore
 from ragindex.store.records import ChunkRow, Claim
 from ragindex.store.states import IndexStatus, Lifecycle
@@ -53,6 +56,8 @@ class Indexer:
         dense: The dense encoder behind the embedding cache (created lazily by the caller).
         sparse: Sparse encoders by vector kind (``bm25``, ``sparse``).
         batch_size: Chunks per claim / encode / write batch.
+        lease: This process's claim lease: claims carry its owner, and every index write is guarded by it.
+        stop: Set by a signal handler: the run stops at the next batch boundary.
     """
 
     def __init__(
@@ -64,8 +69,12 @@ class Indexer:
         sparse: dict[str, SparseEncoder],
         *,
         batch_size: int = 64,
+        lease: Lease | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.store = store
+        self.lease = lease
+        self.stop = stop
         self.index = index
         self.collection = collection
         self._dense_factory = dense
@@ -98,6 +107,7 @@ class Indexer:
             # batches of similar length pad least: the encoder sorts only within one call, so sort across calls
             rows = sorted(rows, key=lambda r: len(r.indexed_text))
         for start in range(0, len(rows), self.batch_size):
+            check_stop(self.stop)
             batch = rows[start : start + self.batch_size]
             t0 = time.perf_counter()
             self._run_batch(kind, batch, result)
@@ -110,6 +120,8 @@ class Indexer:
         return result
 
     def _run_batch(self, kind: str, batch: Sequence[ChunkRow], result: StageResult) -> None:
+        if self.lease is not None:
+            self.lease.ensure()
         claim = self.store.claim(kind, [r.chunk_id for r in batch])
         if not claim.complete:
             owned = set(claim.chunk_ids)
@@ -126,9 +138,9 @@ class Indexer:
         try:
             faults.hit(f"{kind}.after_claim")
             if kind == VectorKind.DENSE:
-                self._write_dense(batch)
+                written = self._write_dense(claim, batch)
             else:
-                self._write_sparse(kind, batch)
+                written = self._write_sparse(claim, kind, batch)
         except RagindexError as exc:
             self._fail(claim, batch, result, exc)
             return
@@ -136,9 +148,17 @@ class Indexer:
             log.exception("%s batch failed unexpectedly", kind)
             self._fail(claim, batch, result, exc)
             return
+        if len(written) != len(batch):
+            kept = {r.chunk_id for r in written}
+            lost = [r.chunk_id for r in batch if r.chunk_id not in kept]
+            log.warning("%s: %d chunks were taken over before their index write; not written", kind, len(lost))
+            result.skipped += lost
+            batch = written
+            if not batch:
+                return
         try:
             faults.hit(f"{kind}.before_mark_success")
-            moved = self.store.mark_success(claim)
+            moved = self.store.mark_success(claim, [r.chunk_id for r in batch])
         except RagindexError as exc:
             # the copies are written but the truth write failed: SQL wins (seed section 7); the next
             # index run overwrites the copies under the same chunk ids
@@ -177,12 +197,22 @@ class Indexer:
         for row in batch:
             result.failed[row.chunk_id] = error
 
-    def _write_dense(self, batch: Sequence[ChunkRow]) -> None:
+    def _still_held(self, claim: Claim, batch: Sequence[ChunkRow]) -> set[str]:
+        """The lease guard before an index write: ids of ``batch`` the claim still holds (all without a lease)."""
+        if self.lease is None:
+            return {r.chunk_id for r in batch}
+        return set(self.lease.guard(claim, [r.chunk_id for r in batch]))
+
+    def _write_dense(self, claim: Claim, batch: Sequence[ChunkRow]) -> list[ChunkRow]:
+        """Encode and write whole points; return the rows written (those whose claim held until the write)."""
         encoder = self._encoder()
         vectors = encoder.encode_documents([r.indexed_text for r in batch], [r.content_hash for r in batch])
         faults.hit("dense.after_encode")
+        held = self._still_held(claim, batch)
         by_bucket: dict[int, list[DensePoint]] = defaultdict(list)
         for row, vector in zip(batch, vectors, strict=True):
+            if row.chunk_id not in held:
+                continue
             by_bucket[row.bucket_id].append(
                 DensePoint(
                     chunk_id=row.chunk_id, user_id=row.user_id, set_id=row.set_id, doc_id=row.doc_id, vector=vector
@@ -191,14 +221,18 @@ class Indexer:
         for bucket, points in by_bucket.items():
             self.index.upsert_dense(self.collection, bucket, points)
         faults.hit("dense.after_index_write")
+        return [r for r in batch if r.chunk_id in held]
 
-    def _write_sparse(self, kind: str, batch: Sequence[ChunkRow]) -> None:
+    def _write_sparse(self, claim: Claim, kind: str, batch: Sequence[ChunkRow]) -> list[ChunkRow]:
         """Sparse vectors onto existing points, or, for rows without a dense copy (sections), whole points."""
         vectors = self.sparse[kind].encode_documents([r.indexed_text for r in batch])
         faults.hit(f"{kind}.after_encode")
+        held = self._still_held(claim, batch)
         updates: dict[int, dict[str, SparseVector]] = defaultdict(dict)
         owned: dict[int, list[SparsePoint]] = defaultdict(list)
         for row, vector in zip(batch, vectors, strict=True):
+            if row.chunk_id not in held:
+                continue
             if row.owns_point(kind):
                 owned[row.bucket_id].append(
                     SparsePoint(row.chunk_id, user_id=row.user_id, set_id=row.set_id, doc_id=row.doc_id, vector=vector)
@@ -210,6 +244,7 @@ class Indexer:
         for bucket, items in updates.items():
             self.index.update_sparse(self.collection, bucket, kind, items)
         faults.hit(f"{kind}.after_index_write")
+        return [r for r in batch if r.chunk_id in held]
 
     def _dense_dim(self) -> int:
         """The dense size of the collection (from its metadata; the encoder's only for a collection without one)."""
@@ -236,3 +271,9 @@ class Indexer:
                 log.warning("purging %d index copies failed (repair will retry): %s", len(ids), exc)
                 failed.update(dict.fromkeys(ids, str(exc)))
         return purged, failed
+
+
+def check_stop(stop: threading.Event | None) -> None:
+    """Raise :class:`Interrupted` when a stop was requested (called at batch and file boundaries)."""
+    if stop is not None and stop.is_set():
+        raise Interrupted("stopped by a signal; what this process had claimed is given back, run the command again")

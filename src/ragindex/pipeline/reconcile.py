@@ -26,7 +26,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -120,6 +120,8 @@ class Reconciler:
         kinds: Enabled vector kinds, dense first.
         policy: Interval, backoff, attempts, stale timeout and batch size.
         owner: Who holds the lock (default :func:`default_owner`).
+        release_gone: Releases the claims of claim owners that are gone (lease lapsed, process dead, or proven
+            gone by the embedded index lock) and returns their ids per kind; None: only stale claims are released.
         clock: Now, in naive UTC (tests move it forward instead of sleeping through a backoff).
     """
 
@@ -131,6 +133,7 @@ class Reconciler:
         policy: ReconcilePolicy,
         *,
         owner: str | None = None,
+        release_gone: Callable[[], Mapping[str, list[str]]] | None = None,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self.store = store
@@ -138,6 +141,7 @@ class Reconciler:
         self.kinds = tuple(kinds)
         self.policy = policy
         self.owner = owner or default_owner()
+        self.release_gone = release_gone
         self.clock = clock
 
     def run_pass(self) -> PassReport:
@@ -165,11 +169,15 @@ class Reconciler:
 
     # ------------------------------------------------------------------ one function per action
     def release(self) -> list[str]:
-        """Release stale INDEXING claims (to PENDING, or FAILED at ``max_attempts``); return their ids."""
-        released = release_stale_claims(
+        """Release the claims of gone owners, then stale ownerless ones (to PENDING, or FAILED at ``max_attempts``).
+
+        Returns the released chunk ids.
+        """
+        gone = self.release_gone() if self.release_gone is not None else {}
+        stale = release_stale_claims(
             self.store, self.kinds, self.policy.stale_seconds, max_attempts=self.policy.max_attempts
         )
-        return list(dict.fromkeys(cid for ids in released.values() for cid in ids))
+        return list(dict.fromkeys(cid for released in (gone, stale) for ids in released.values() for cid in ids))
 
     def purge(self, indexer: Indexer | None) -> int:
         """Delete the index copies of REMOVED chunks not yet purged (up to a batch); return how many were purged."""

@@ -5,14 +5,16 @@ One :meth:`Repairer.run` handles, for the ACTIVE collection:
 ============================  =============================================================
 found                         done
 ============================  =============================================================
-stale INDEXING claims         released to PENDING (claimed_at older than the stale timeout)
+claims of gone owners         released to PENDING (lease lapsed, pid dead, or the embedded lock)
+own claims, of no known owner released to PENDING once older than the stale timeout (last resort)
+claims of live owners         left alone and listed with their owners (``live_claims``)
 REMOVED rows not yet purged   their index copies deleted, then ``purged_at`` recorded
 SUCCESS, point missing        dense and every sparse kind reset to PENDING
 SUCCESS, named vector missing that kind reset to PENDING
 orphan points                 deleted (points with no ACTIVE truth row)
 PENDING, FAILED < max         indexed (dense first, then the sparse kinds)
 FAILED >= max_attempts        left alone and counted: only an explicit reindex retries them
-PROCESSING runs, stale        closed SUCCESS with their document once every copy is written
+PROCESSING runs, owner gone   closed SUCCESS with their document once every copy is written
 ============================  =============================================================
 
 and converges a BUILDING collection (a ``reindex --into`` in progress) the same way, without
@@ -30,8 +32,9 @@ from typing import Any
 
 from ragindex.errors import NotFoundError, ValidationError
 from ragindex.index.protocol import VectorIndex
-from ragindex.pipeline.compensation import recover_documents, release_stale_claims, settle_stuck_runs
+from ragindex.pipeline.compensation import recover_documents, release_stale_claims
 from ragindex.pipeline.indexer import Indexer, StageResult
+from ragindex.pipeline.lease import ProcessOwner
 from ragindex.pipeline.manage import purge_rows
 from ragindex.pipeline.reindex import CollectionBuilder
 from ragindex.pipeline.samples import SAMPLE, Sampled
@@ -70,6 +73,9 @@ class RepairReport(Sampled):
     indexed: dict[str, int] = field(default_factory=dict)
     index_failed: dict[str, int] = field(default_factory=dict)
     building: list[dict[str, Any]] = field(default_factory=list)
+    released_owners: list[dict[str, Any]] = field(default_factory=list)
+    live_claims: list[dict[str, Any]] = field(default_factory=list)
+    unfinished: int = 0
     notes: list[str] = field(default_factory=list)
     duration_ms: float = 0.0
 
@@ -88,11 +94,12 @@ class RepairReport(Sampled):
 
     @property
     def ok(self) -> bool:
-        """Nothing failed during this repair (a dry run is always ok)."""
+        """Nothing failed and nothing is left unfinished (claims of live owners included); a dry run is always ok."""
         if self.dry_run:
             return True
         building_failed = any(b.get("failed") for b in self.building)
-        return not any(self.index_failed.values()) and not self.purge_failed and not building_failed
+        failed = any(self.index_failed.values()) or self.purge_failed or building_failed
+        return not failed and not self.unfinished and not self.live_claims
 
     @property
     def found(self) -> int:
@@ -128,6 +135,9 @@ class RepairReport(Sampled):
             "indexed": self.indexed,
             "index_failed": self.index_failed,
             "building": self.building,
+            "released_owners": self.released_owners,
+            "live_claims": self.live_claims,
+            "unfinished": self.unfinished,
             "samples": self.kept_samples(),
             "notes": self.notes,
             "duration_ms": round(self.duration_ms, 1),
@@ -179,7 +189,7 @@ class Repairer:
         kinds: Enabled vector kinds, dense first.
         bucket_count: Tenant buckets.
         max_attempts: Automatic retries per chunk; FAILED rows at this count are left for an explicit reindex.
-        stale_seconds: INDEXING claims older than this are released.
+        stale_seconds: INDEXING claims older than this that no registered owner holds are released (last resort).
         builders: For each BUILDING collection, a builder that can write into it (None: its model is
             not the configured one, so repair can only report it).
     """
@@ -195,8 +205,10 @@ class Repairer:
         max_attempts: int,
         stale_seconds: float,
         builders: Sequence[tuple[IndexMeta, CollectionBuilder | None]] = (),
+        owner: ProcessOwner | None = None,
     ) -> None:
         self.store = store
+        self.owner = owner
         self.index = index
         self.indexer = indexer
         self.kinds = tuple(kinds)
@@ -283,12 +295,6 @@ class Repairer:
                 "chunks FAILED max_attempts times are left alone; retry them with `ragindex reindex --failed`"
             )
 
-    def _settle_runs(self, report: RepairReport, *, dry_run: bool) -> None:
-        """Close the runs a dead process left PROCESSING once every copy of their document is written."""
-        report.stuck_runs, _ = settle_stuck_runs(
-            self.store, self.kinds, stale_seconds=self.stale_seconds, dry_run=dry_run
-        )
-
     def _settle_documents(self, report: RepairReport, *, dry_run: bool) -> None:
         """A document FAILED at an index stage is SUCCESS again once repair has written every copy."""
         recovered = recover_documents(self.store, self.kinds, self.store.list_documents(), dry_run=dry_run)
@@ -314,8 +320,9 @@ class Repairer:
         started = time.perf_counter()
         collection = self.indexer.collection if self.indexer is not None else None
         report = RepairReport(dry_run=dry_run, collection=collection, kinds=self.kinds)
+        gone = self._release_gone(report, dry_run=dry_run)
         for kind, ids in self.release_stale(dry_run=dry_run).items():
-            report.stale[kind] = len(ids)
+            report.stale[kind] += len(ids)
             report.sample(f"stale_{kind}", ids)
 
         unpurged = self.store.removed_unpurged()
@@ -332,11 +339,33 @@ class Repairer:
         if collection is not None:
             self._scan(collection, report, skip, dry_run=dry_run)
         self._index(report, dry_run=dry_run)
-        self._settle_runs(report, dry_run=dry_run)
+        if self.owner is not None:
+            report.stuck_runs = self.owner.settle_runs(self.kinds, self.stale_seconds, gone=gone, dry_run=dry_run)
         self._settle_documents(report, dry_run=dry_run)
         self._building(report, dry_run=dry_run)
+        if self.owner is not None:
+            report.live_claims = self.owner.live_claims()
+        if not dry_run:
+            report.unfinished = self.store.chunks_needing_work(self.kinds)
+        if report.live_claims:
+            report.notes.append("claims of live owners were left to them; run repair again once they are done")
         report.duration_ms = (time.perf_counter() - started) * 1000
         return report
+
+    def _release_gone(self, report: RepairReport, *, dry_run: bool) -> set[str]:
+        """Release (dry run: count) the claims of gone owners; return those owners' ids."""
+        if self.owner is None:
+            return set()
+        release = self.owner.release_gone(dry_run=dry_run)
+        report.released_owners = release.owners
+        for kind in self.kinds:
+            ids = release.ids.get(kind, [])
+            if dry_run:
+                report.stale[kind] = sum(o["claims"].get(kind, 0) for o in release.owners)
+            else:
+                report.stale[kind] = len(ids)
+            report.sample(f"stale_{kind}", ids)
+        return {o["owner"] for o in release.owners if o["owner"]}
 
 
 def reset_for_reindex(

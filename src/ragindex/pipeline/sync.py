@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from ragindex.loaders.registry import LoaderRegistry
 from ragindex.pipeline import faults
 from ragindex.pipeline.discovery import RemovalGuard, discover, planned_removals
 from ragindex.pipeline.failures import FailureLog, check_name, fails_alone
-from ragindex.pipeline.indexer import Indexer, StageResult
+from ragindex.pipeline.indexer import Indexer, StageResult, check_stop
 from ragindex.pipeline.report import IngestReport as IngestReport
 from ragindex.pipeline.report import file_outcomes
 from ragindex.store.protocol import TruthStore
@@ -115,6 +116,7 @@ class SourceSync:
             :attr:`ragindex.config.Settings.chunking_fingerprint`); documents chunked otherwise are re-chunked.
         section_max_chars: Section size limit (0: no sections, every kind on chunks).
         contextual: Index chunks and sections with their ``Title > Heading`` line.
+        stop: Set by a signal handler: the run stops before the next file (and the indexer at its next batch).
     """
 
     def __init__(
@@ -135,8 +137,10 @@ class SourceSync:
         section_max_chars: int = 0,
         contextual: bool = False,
         progress: ProgressFn | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.store = store
+        self.stop = stop
         self._indexer_factory = indexer
         self._indexer: Indexer | None = None
         self.loaders = loaders
@@ -212,6 +216,7 @@ class SourceSync:
         t_chunking = time.perf_counter()
         with IsolatedParser(self.loaders, timeout=self.limits.parse_timeout_seconds) as parser:
             for path in files:
+                check_stop(self.stop)
                 uri = str(path)
                 ctx = _FileContext(uri, known.get(uri), full, uri in rechunk, user_id, set_id, bucket, job_id)
                 counts = self._sync_file(path, ctx, parser, failures, report, touched, removed)

@@ -73,10 +73,21 @@ def m005_sections_and_context(conn: Connection) -> None:
     ``chunks.unit`` and ``chunks.section_id`` (sections), ``chunks.context`` (the context line indexed in front
     of the text) and ``documents.chunking_fingerprint`` (re-chunk when the chunking settings change).
     """
-    columns = {
-        "chunks": ("unit", "section_id", "context"),
-        "documents": ("chunking_fingerprint",),
-    }
+    inspector = _add_missing_columns(
+        conn, {"chunks": ("unit", "section_id", "context"), "documents": ("chunking_fingerprint",)}
+    )
+    if "ix_chunks_section" not in {i["name"] for i in inspector.get_indexes("chunks")}:
+        next(i for i in schema.chunks.indexes if i.name == "ix_chunks_section").create(conn)
+
+
+def m006_claim_owners(conn: Connection) -> None:
+    """Claim owners and their leases: the ``claim_owners`` table and ``pipeline_runs.owner_id``."""
+    schema.claim_owners.create(conn, checkfirst=True)
+    _add_missing_columns(conn, {"pipeline_runs": ("owner_id",)})
+
+
+def _add_missing_columns(conn: Connection, columns: dict[str, tuple[str, ...]]) -> Any:
+    """Add the ``schema.py`` columns named per table that the table lacks; return the inspector."""
     inspector = inspect(conn)
     for table_name, names in columns.items():
         table = schema.metadata.tables[table_name]
@@ -89,8 +100,7 @@ def m005_sections_and_context(conn: Connection) -> None:
                 default = f" DEFAULT '{value}'" if value is not None else ""
                 null = "" if column.nullable else " NOT NULL"
                 conn.execute(text(f"ALTER TABLE {table_name} ADD COLUMN {name} {ddl}{default}{null}"))
-    if "ix_chunks_section" not in {i["name"] for i in inspector.get_indexes("chunks")}:
-        next(i for i in schema.chunks.indexes if i.name == "ix_chunks_section").create(conn)
+    return inspector
 
 
 def m009_reconciler_lock(conn: Connection) -> None:
@@ -109,6 +119,7 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("m001_initial_schema", m001_initial_schema),
     ("m002_mysql_exact_keys_and_times", m002_mysql_exact_keys_and_times),
     ("m005_sections_and_context", m005_sections_and_context),
+    ("m006_claim_owners", m006_claim_owners),
     ("m009_reconciler_lock", m009_reconciler_lock),
 )
 

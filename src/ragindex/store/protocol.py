@@ -24,6 +24,8 @@ from ragindex.store.records import (
     DocumentRow,
     IndexMeta,
     NewDocument,
+    NewOwner,
+    OwnerRow,
     ReconcileTotals,
     RunRow,
     UnitTally,
@@ -276,7 +278,7 @@ class ClaimStore(Protocol):
     def release_stale(
         self, kind: str, older_than_seconds: float, *, limit: int | None = None, max_attempts: int | None = None
     ) -> list[str]:
-        """Stale INDEXING claims back to PENDING (FAILED at ``max_attempts``); return their ids."""
+        """Stale INDEXING claims that no registered owner holds back to PENDING (FAILED at ``max_attempts``)."""
         ...
 
     def reset_status(self, chunk_ids: Sequence[str], kinds: Iterable[str], *, from_statuses: Sequence[str]) -> int:
@@ -289,6 +291,53 @@ class ClaimStore(Protocol):
 
     def mark_purged(self, chunk_ids: Sequence[str]) -> None:
         """Record that the index copies of REMOVED chunks are gone."""
+        ...
+
+
+class OwnerStore(Protocol):
+    """Claim owners: one row per claiming process, with a lease its heartbeat renews.
+
+    A store with a registered owner stamps its claim tokens and pipeline runs with the owner id. Claims of a
+    gone owner (lease lapsed, or proven dead by the caller) are released with the owner's row, atomically.
+    """
+
+    owner_id: str | None
+
+    def register_owner(self, owner: NewOwner, lease_seconds: float) -> str:
+        """Record the process this store claims for (leased for ``lease_seconds``); return its owner id."""
+        ...
+
+    def renew_lease(self, lease_seconds: float) -> bool:
+        """Extend this store's owner's lease to now + ``lease_seconds``; False when its row is gone (taken over)."""
+        ...
+
+    def drop_owner(self) -> dict[str, list[str]]:
+        """Give back this owner's claims (PENDING, no attempt counted) and delete its row; return the ids per kind."""
+        ...
+
+    def list_owners(self) -> list[OwnerRow]:
+        """Every registered owner, oldest first."""
+        ...
+
+    def claims_by_owner(self) -> dict[str | None, dict[str, int]]:
+        """INDEXING claims per owner id and kind (None: claims that no registered owner holds)."""
+        ...
+
+    def release_owners(
+        self,
+        owner_ids: Sequence[str] | None = None,
+        *,
+        max_attempts: int | None = None,
+        everyone_else: bool = False,
+    ) -> dict[str, list[str]]:
+        """Release the claims of gone owners (given, every lapsed one, or ``everyone_else``) with their rows.
+
+        Returns the released chunk ids per kind; each release counts an attempt.
+        """
+        ...
+
+    def held(self, claim: Claim, chunk_ids: Sequence[str] | None = None) -> list[str]:
+        """The chunks of ``claim`` (or of ``chunk_ids``) that it still holds (INDEXING under its token)."""
         ...
 
 
@@ -379,7 +428,15 @@ class ReconcileStore(Protocol):
 
 
 class TruthStore(
-    DocumentStore, RunStore, ChunkStore, ClaimStore, CollectionStore, EmbeddingCacheStore, ReconcileStore, Protocol
+    DocumentStore,
+    RunStore,
+    ChunkStore,
+    ClaimStore,
+    OwnerStore,
+    CollectionStore,
+    EmbeddingCacheStore,
+    ReconcileStore,
+    Protocol,
 ):
     """Every role of the truth store, as the pipeline and the engine use it."""
 

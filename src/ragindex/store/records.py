@@ -156,6 +156,7 @@ class RunRow:
     error: str | None
     started_at: datetime
     finished_at: datetime | None
+    owner_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,3 +197,29 @@ class ReconcileTotals:
     last_pass_at: datetime | None
     last_pass_ms: float | None
     last_owner: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class NewOwner:
+    """A process about to claim chunks: where it runs and what it is (see :mod:`ragindex.pipeline.lease`)."""
+
+    host: str
+    host_key: str
+    pid: int
+    process_started: float
+    command: str
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerRow:
+    """A registered claim owner (one per claiming process) and its lease."""
+
+    owner_id: str
+    host: str
+    host_key: str
+    pid: int
+    process_started: float
+    command: str
+    registered_at: datetime
+    heartbeat_at: datetime
+    lease_until: datetime

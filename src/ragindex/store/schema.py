@@ -149,6 +149,7 @@ pipeline_runs = Table(
     Column("sparse_ms", Float),
     Column("total_ms", Float),
     Column("error", Text),
+    Column("owner_id", String(16)),  # m006: the claim owner (process) that runs it
     Column("started_at", Timestamp, nullable=False),
     Column("finished_at", Timestamp),
     Index("ix_runs_doc", "doc_id"),
@@ -201,5 +202,22 @@ reconciler = Table(
     Column("last_pass_at", Timestamp),
     Column("last_pass_ms", Float),
     Column("last_owner", String(255)),
+    **TABLE_OPTIONS,
+)
+
+# m006: one row per process that claims chunks; a claim token starts with its owner's id
+claim_owners = Table(
+    "claim_owners",
+    metadata,
+    Column("owner_id", String(16), primary_key=True),
+    Column("host", String(255), nullable=False),
+    Column("host_key", String(64), nullable=False),  # host name + boot + pid namespace: where pids compare
+    Column("pid", Integer, nullable=False),
+    Column("process_started", Float, nullable=False),  # epoch seconds: tells a reused pid from its owner
+    Column("command", String(300), nullable=False),
+    Column("registered_at", Timestamp, nullable=False),
+    Column("heartbeat_at", Timestamp, nullable=False),
+    Column("lease_until", Timestamp, nullable=False),
+    Index("ix_claim_owners_lease", "lease_until"),
     **TABLE_OPTIONS,
 )

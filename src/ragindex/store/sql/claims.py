@@ -11,13 +11,23 @@ from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, case, or_, select, true, update
+from sqlalchemy import Connection, and_, case, func, or_, select, true, update
 
 from ragindex.clock import utcnow
 from ragindex.errors import ValidationError
 from ragindex.store import schema
 from ragindex.store.records import ChunkRow, Claim
-from ragindex.store.sql.core import CH, KINDS, SqlCore, batches, claim_col, clip_error, status_col
+from ragindex.store.sql.core import (
+    CH,
+    KINDS,
+    OWN,
+    OWNER_ID_CHARS,
+    SqlCore,
+    batches,
+    claim_col,
+    clip_error,
+    status_col,
+)
 from ragindex.store.sql.rows import chunk_row
 from ragindex.store.states import CLAIMABLE, IndexStatus, Lifecycle
 from ragindex.types import VectorKind
@@ -64,7 +74,7 @@ class SqlClaims(SqlCore):
         back. A dense claim also resets the other enabled kinds to PENDING, because the dense write
         replaces the whole point (and with it the bm25/sparse vectors).
         """
-        token = uuid.uuid4().hex
+        token = self._new_token()
         status_col(kind)  # validate the kind even when chunk_ids is empty
         with self._tx() as conn:
             claimed = _claim_rows(conn, kind, token, chunk_ids, allowed)
@@ -80,7 +90,8 @@ class SqlClaims(SqlCore):
         in document order, except on MySQL/MariaDB, where sorting would lock every candidate row.
 
         An empty claim means that nothing is claimable except rows that concurrent claimers are taking
-        right now (they move to INDEXING when those transactions commit).
+        right now (they move to INDEXING when those transactions commit). Claims of owners whose lease
+        lapsed are released first (counting an attempt, see :meth:`release_owners`), so they are taken too.
 
         Args:
             kind: The vector kind (dense, bm25, sparse).
@@ -89,7 +100,8 @@ class SqlClaims(SqlCore):
         """
         if limit < 1:
             raise ValidationError("limit", f"must be >= 1, got {limit}")
-        token = uuid.uuid4().hex
+        self._release_lapsed(max_attempts)
+        token = self._new_token()
         query = select(CH.chunk_id).where(*_claimable(kind, CLAIMABLE, max_attempts)).limit(limit)
         if not self._is_mysql():
             query = query.order_by(CH.doc_id, CH.chunk_index)
@@ -101,6 +113,14 @@ class SqlClaims(SqlCore):
             ids = [r[0] for r in conn.execute(query)]
             claimed = _claim_rows(conn, kind, token, ids, CLAIMABLE) if ids else []
         return Claim(kind=kind, token=token, chunk_ids=tuple(claimed), requested=len(ids))
+
+    def _new_token(self) -> str:
+        """A claim token: this store's owner id, then random hex (only random hex without a registered owner)."""
+        suffix = uuid.uuid4().hex
+        return (self.owner_id + suffix)[:32] if self.owner_id else suffix
+
+    def _release_lapsed(self, max_attempts: int | None) -> None:
+        """Release the claims of owners whose lease lapsed (the owners role implements it; no owners: nothing)."""
 
     def mark_success(self, claim: Claim, chunk_ids: Sequence[str] | None = None) -> int:
         """INDEXING -> SUCCESS for chunks still held by ``claim``; return how many moved."""
@@ -129,30 +149,24 @@ class SqlClaims(SqlCore):
 
     def stale_claims(self, kind: str, older_than_seconds: float, *, limit: int | None = None) -> list[str]:
         """Ids that :meth:`release_stale` would release now (read-only: repair's dry run)."""
-        query = select(CH.chunk_id).where(*_stale(kind, older_than_seconds))
+        query = select(CH.chunk_id).where(*_stale(kind, older_than_seconds, self.owner_id))
         with self._tx() as conn:
             return [r[0] for r in conn.execute(query.limit(limit) if limit else query)]
 
     def release_stale(
         self, kind: str, older_than_seconds: float, *, limit: int | None = None, max_attempts: int | None = None
     ) -> list[str]:
-        """INDEXING claims older than the stale timeout go back to PENDING; return their ids.
+        """INDEXING claims older than the stale timeout, of no other registered owner, go back to PENDING.
 
-        A stale claim means its worker died holding it, so it counts as an attempt: a chunk that kills
-        every worker that encodes it reaches ``max_attempts`` and goes to FAILED, where automatic
-        repair stops retrying it (an explicit reindex still can).
+        The last resort, for claims no owner row answers for (made before owners existed, or whose row was
+        deleted by hand) and for this store's own owner's claims that an interrupted operation left behind.
+        Another registered owner's claims are released when it is gone (``release_owners``), never by age.
+        Returns the released ids. A stale claim means its worker died holding it, so it counts as an attempt: a
+        chunk that kills every worker that encodes it reaches ``max_attempts`` and goes to FAILED, where
+        automatic repair stops retrying it (an explicit reindex still can).
         """
-        status = status_col(kind)
-        stale = _stale(kind, older_than_seconds)
-        target: Any = IndexStatus.PENDING
-        if max_attempts is not None:
-            target = case((CH.attempts + 1 >= max_attempts, IndexStatus.FAILED), else_=IndexStatus.PENDING)
-        values = {
-            status.key: target,
-            f"{kind}_claim": None,
-            "attempts": CH.attempts + 1,
-            "last_error": f"{kind} claim went stale (its worker died or hung)",
-        }
+        stale = _stale(kind, older_than_seconds, self.owner_id)
+        values = released_values(kind, max_attempts, f"{kind} claim went stale (its worker died or hung)")
         with self._tx() as conn:
             query = select(CH.chunk_id).where(*stale)
             ids = [r[0] for r in conn.execute(query.limit(limit) if limit else query)]
@@ -196,10 +210,35 @@ class SqlClaims(SqlCore):
                 )
 
 
-def _stale(kind: str, older_than_seconds: float) -> list[Any]:
-    """Conditions of a ``kind`` claim older than the stale timeout."""
+def _stale(kind: str, older_than_seconds: float, owner_id: str | None) -> list[Any]:
+    """Conditions of a ``kind`` claim older than the stale timeout held by no other registered owner."""
     cutoff = utcnow() - timedelta(seconds=older_than_seconds)
-    return [status_col(kind) == IndexStatus.INDEXING, CH.claimed_at < cutoff]
+    others = select(OWN.owner_id)
+    if owner_id is not None:
+        others = others.where(OWN.owner_id != owner_id)
+    return [status_col(kind) == IndexStatus.INDEXING, CH.claimed_at < cutoff, claim_owner(kind).not_in(others)]
+
+
+def claim_owner(kind: str) -> Any:
+    """The owner id a ``kind`` claim token starts with (see :meth:`SqlClaims._new_token`)."""
+    return func.substr(claim_col(kind), 1, OWNER_ID_CHARS)
+
+
+def released_values(kind: str, max_attempts: int | None, error: str) -> dict[str, Any]:
+    """The UPDATE values of a claim taken from a gone worker: PENDING (FAILED at ``max_attempts``), one attempt more.
+
+    The worker died or lost its lease holding the claim, so it counts as an attempt: a chunk that kills every
+    worker that encodes it reaches ``max_attempts`` and goes to FAILED (an explicit reindex still retries it).
+    """
+    target: Any = IndexStatus.PENDING
+    if max_attempts is not None:
+        target = case((CH.attempts + 1 >= max_attempts, IndexStatus.FAILED), else_=IndexStatus.PENDING)
+    return {
+        status_col(kind).key: target,
+        f"{kind}_claim": None,
+        "attempts": CH.attempts + 1,
+        "last_error": error,
+    }
 
 
 def _claimable(kind: str, statuses: Sequence[str], max_attempts: int | None) -> list[Any]:

@@ -28,6 +28,8 @@ ERROR_CHARS = 4000  # error texts are cut to this many characters
 DOC = schema.documents.c
 CH = schema.chunks.c
 RUN = schema.pipeline_runs.c
+OWN = schema.claim_owners.c
+OWNER_ID_CHARS = 16  # a claim token is its owner's id followed by 16 hex characters of its own
 
 
 class SqlCore:
@@ -39,6 +41,7 @@ class SqlCore:
     """
 
     name = "truth store"  # how errors name this store
+    owner_id: str | None = None  # the claim owner this store acts for (see SqlOwners.register_owner)
 
     def __init__(self, url: str, *, migrations: Sequence[tuple[str, Migration]] = MIGRATIONS) -> None:
         self.url = url

@@ -126,7 +126,7 @@ class SqlDocuments(SqlCore):
                 now=now,
                 unit_kinds=unit_kinds,
             )
-            run_id = insert_run(conn, doc_id, job_id=job_id, enabled=enabled, now=now)
+            run_id = insert_run(conn, doc_id, job_id=job_id, enabled=enabled, now=now, owner_id=self.owner_id)
             conn.execute(
                 update(schema.pipeline_runs)
                 .where(RUN.run_id == run_id)

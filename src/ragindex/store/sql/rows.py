@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any, TypeVar
 
-from ragindex.store.records import ChunkRow, DocumentRow, IndexMeta, RunRow
+from ragindex.store.records import ChunkRow, DocumentRow, IndexMeta, OwnerRow, RunRow
 
 RUN_STAGES = ("chunking", "dense", "bm25", "sparse")
 _R = TypeVar("_R")
@@ -53,3 +53,8 @@ def run_row(m: Mapping[Any, Any]) -> RunRow:
 def meta_row(m: Mapping[Any, Any]) -> IndexMeta:
     """An ``index_meta`` row."""
     return record(IndexMeta, m)
+
+
+def owner_row(m: Mapping[Any, Any]) -> OwnerRow:
+    """A ``claim_owners`` row."""
+    return record(OwnerRow, m, process_started=float(m["process_started"]))

@@ -28,7 +28,7 @@ class SqlRuns(SqlCore):
             *([VectorKind.SPARSE] if sparse else []),
         }
         with self._tx() as conn:
-            return insert_run(conn, doc_id, job_id=job_id, enabled=enabled, now=utcnow())
+            return insert_run(conn, doc_id, job_id=job_id, enabled=enabled, now=utcnow(), owner_id=self.owner_id)
 
     def index_outcomes(self, doc_ids: Sequence[int], kinds: Sequence[str]) -> dict[int, dict[str, str | None]]:
         """Per document: for each kind, None if every ACTIVE chunk is SUCCESS, else the first error seen.
@@ -144,8 +144,10 @@ class SqlRuns(SqlCore):
             return [run_row(r._mapping) for r in conn.execute(query.order_by(RUN.doc_id))]
 
 
-def insert_run(conn: Connection, doc_id: int, *, job_id: str | None, enabled: set[str], now: datetime) -> int:
-    """Open a run inside the caller's transaction; stages of disabled kinds are SKIPPED."""
+def insert_run(
+    conn: Connection, doc_id: int, *, job_id: str | None, enabled: set[str], now: datetime, owner_id: str | None
+) -> int:
+    """Open a run inside the caller's transaction (run by claim owner ``owner_id``); disabled kinds are SKIPPED."""
 
     def pending_if_enabled(kind: VectorKind) -> RunStatus:
         return RunStatus.PENDING if kind in enabled else RunStatus.SKIPPED
@@ -160,6 +162,7 @@ def insert_run(conn: Connection, doc_id: int, *, job_id: str | None, enabled: se
             bm25_status=pending_if_enabled(VectorKind.BM25),
             sparse_status=pending_if_enabled(VectorKind.SPARSE),
             chunk_count=0,
+            owner_id=owner_id,
             started_at=now,
         )
     )

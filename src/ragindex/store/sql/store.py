@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 from ragindex.store.sql.cache import SqlEmbeddingCache
 from ragindex.store.sql.chunk_reads import SqlChunkReads
 from ragindex.store.sql.chunks import SqlChunkWrites
-from ragindex.store.sql.claims import SqlClaims
 from ragindex.store.sql.collections import SqlCollections
 from ragindex.store.sql.documents import SqlDocuments
+from ragindex.store.sql.owners import SqlOwners
 from ragindex.store.sql.reconcile import SqlReconcile
 from ragindex.store.sql.runs import SqlRuns
 
@@ -19,7 +19,7 @@ class SqlTruthStore(
     SqlRuns,
     SqlChunkWrites,
     SqlChunkReads,
-    SqlClaims,
+    SqlOwners,
     SqlCollections,
     SqlEmbeddingCache,
     SqlReconcile,
@@ -27,8 +27,8 @@ class SqlTruthStore(
     """The truth store on SQL (SQLite by default; MySQL/MariaDB and PostgreSQL through the same code).
 
     It implements every role of :class:`~ragindex.store.protocol.TruthStore`: documents, runs, chunks,
-    claims, collections, the embedding cache and the reconciler's lock and totals. Each role lives in its own
-    module of this package over the shared :class:`~ragindex.store.sql.core.SqlCore`.
+    claims and their owners, collections, the embedding cache and the reconciler's lock and totals. Each role
+    lives in its own module of this package over the shared :class:`~ragindex.store.sql.core.SqlCore`.
 
     Args:
         url: SQLAlchemy URL (``sqlite:///path``, ``mysql+pymysql://...``, ``postgresql+psycopg://...``).

@@ -43,6 +43,7 @@ ROLES: tuple[type, ...] = (
     protocol.RunStore,
     protocol.ChunkStore,
     protocol.ClaimStore,
+    protocol.OwnerStore,
     protocol.CollectionStore,
     protocol.EmbeddingCacheStore,
     protocol.ReconcileStore,
@@ -156,8 +157,8 @@ class TruthStoreContract:
         mypy proves the same statically for the SQL store; this catches a backend that mypy does not see.
         """
         for name in sorted(protocol_members(role)):
-            member = getattr(store, name, None)
-            assert member is not None, f"{type(store).__name__} lacks {role.__name__}.{name}"
+            assert hasattr(store, name), f"{type(store).__name__} lacks {role.__name__}.{name}"
+            member = getattr(store, name)
             if callable(member):
                 declared = inspect.signature(getattr(role, name))
                 actual = inspect.signature(member)
