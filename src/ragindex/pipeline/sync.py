@@ -218,7 +218,7 @@ class SourceSync:
                 )
             except RagindexError as exc:
                 counts = {"failed": 1}
-                self._record_failure(path, user_id, set_id, exc, report)
+                self._record_failure(path, user_id, set_id, exc, report, job_id=job_id)
             for key, n in counts.items():
                 report.documents[key] += n
             self.progress("file", {"path": uri})
@@ -269,11 +269,14 @@ class SourceSync:
         if size == 0:
             report.notes.append(f"skipped empty file {path}")
             return {"skipped": 1}
+        t_load = time.perf_counter()
         data = path.read_bytes()
         file_hash = hashlib.sha256(data).hexdigest()
         if ctx.known is not None and ctx.known[0] == file_hash and not (ctx.force or ctx.rechunk):
             return {"unchanged": ctx.known[1]}
         documents = self.loaders.for_path(path).load(path, data)
+        # a records file's documents share its loading time, as a batch's chunks share the batch's
+        loading_ms = (time.perf_counter() - t_load) * 1000 / max(len(documents), 1)
         existing = {d.source_uri: d for d in self.store.documents_of_file(ctx.user_id, ctx.set_id, ctx.uri)}
         counts = {"added": 0, "changed": 0, "rechunked": 0, "unchanged": 0, "skipped": 0}
         for doc in documents:
@@ -293,7 +296,7 @@ class SourceSync:
                 counts["unchanged"] += 1
                 continue
             counts["rechunked" if same else "changed" if old is not None else "added"] += 1
-            self._sync_document(doc, ctx, file_hash, content_hash, size, path, report, touched)
+            self._sync_document(doc, ctx, file_hash, content_hash, size, path, report, touched, loading_ms)
         if existing:  # documents that disappeared from the file (records, or a file that now has no text)
             removed += self.store.remove_documents([d.doc_id for d in existing.values()])
             report.documents["removed"] += len(existing)
@@ -309,6 +312,7 @@ class SourceSync:
         path: Path,
         report: IngestReport,
         touched: list[_Touched],
+        loading_ms: float | None = None,
     ) -> None:
         t0 = time.perf_counter()
         user_id, set_id, file_uri = ctx.user_id, ctx.set_id, ctx.uri
@@ -330,7 +334,7 @@ class SourceSync:
             max_chars = self.section_max_chars if self.sectioned else 0
             drafts = with_sections(doc, chunks, max_chars=max_chars, contextual=self.contextual)
         except RagindexError as exc:
-            self._record_chunking_failure(new, ctx.job_id, (time.perf_counter() - t0) * 1000, exc)
+            self._record_chunking_failure(new, ctx.job_id, (time.perf_counter() - t0) * 1000, exc, loading_ms)
             raise
         elapsed = (time.perf_counter() - t0) * 1000
         doc_id, run_id, diff = self.store.stage_document(
@@ -341,6 +345,7 @@ class SourceSync:
             job_id=ctx.job_id,
             chunking_ms=elapsed,
             unit_kinds=self.unit_kinds,
+            loading_ms=loading_ms,
         )
         faults.hit("chunking.after_truth_write")
         report.chunks["total"] += len(chunks)
@@ -351,11 +356,12 @@ class SourceSync:
         touched.append(_Touched(doc_id=doc_id, run_id=run_id, chunk_count=len(chunks), chunking_ms=elapsed))
 
     def _record_chunking_failure(
-        self, doc: NewDocument, job_id: str | None, elapsed: float, exc: RagindexError
+        self, doc: NewDocument, job_id: str | None, elapsed: float, exc: RagindexError, loading_ms: float | None
     ) -> None:
         """The document keeps its previous chunks and hashes; its run records the failed stage."""
         doc_id = self.store.upsert_document(doc)
         run_id = self._start_run(doc_id, job_id)
+        self.store.set_stage(run_id, Stage.LOADING, RunStatus.SUCCESS, duration_ms=loading_ms)
         self.store.set_stage(run_id, Stage.CHUNKING, RunStatus.FAILED, duration_ms=elapsed)
         self.store.finish_run(
             run_id,
@@ -373,8 +379,10 @@ class SourceSync:
             doc_id, job_id=job_id, bm25=VectorKind.BM25 in kinds, sparse=VectorKind.SPARSE in kinds
         )
 
-    def _record_failure(self, path: Path, user_id: int, set_id: int, exc: RagindexError, report: IngestReport) -> None:
-        """A file that could not be loaded becomes a FAILED document with its error; the run goes on."""
+    def _record_failure(
+        self, path: Path, user_id: int, set_id: int, exc: RagindexError, report: IngestReport, *, job_id: str | None
+    ) -> None:
+        """A file that could not be loaded becomes a FAILED document and run with its error; the ingest goes on."""
         log.warning("%s: %s", path, exc.message)
         report.failures.append({"source": str(path), "error": exc.message})
         try:
@@ -393,7 +401,9 @@ class SourceSync:
             size=size,
             parser="none",
         )
-        self.store.record_failed_document(document, f"{type(exc).__name__}: {exc.message}")
+        self.store.record_failed_document(
+            document, f"{type(exc).__name__}: {exc.message}", job_id=job_id, kinds=self.kinds
+        )
 
     # ------------------------------------------------------------------ index stages
     def _index_set(
@@ -417,6 +427,7 @@ class SourceSync:
         parsed = {t.doc_id for t in touched}
         for doc_id in sorted({d for r in results.values() for d in r.time_by_doc_ms} - parsed):
             run_id = self._start_run(doc_id, job_id)
+            self.store.set_stage(run_id, Stage.LOADING, RunStatus.SKIPPED)
             self.store.set_stage(run_id, Stage.CHUNKING, RunStatus.SKIPPED)
             touched.append(_Touched(doc_id=doc_id, run_id=run_id, chunk_count=0, chunking_ms=0.0))
         self._finish_runs(touched, results)

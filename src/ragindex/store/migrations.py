@@ -73,10 +73,18 @@ def m005_sections_and_context(conn: Connection) -> None:
     ``chunks.unit`` and ``chunks.section_id`` (sections), ``chunks.context`` (the context line indexed in front
     of the text) and ``documents.chunking_fingerprint`` (re-chunk when the chunking settings change).
     """
-    columns = {
-        "chunks": ("unit", "section_id", "context"),
-        "documents": ("chunking_fingerprint",),
-    }
+    _add_missing_columns(conn, {"chunks": ("unit", "section_id", "context"), "documents": ("chunking_fingerprint",)})
+    if "ix_chunks_section" not in {i["name"] for i in inspect(conn).get_indexes("chunks")}:
+        next(i for i in schema.chunks.indexes if i.name == "ix_chunks_section").create(conn)
+
+
+def m008_document_stages(conn: Connection) -> None:
+    """The loading stage of a run: ``pipeline_runs.loading_status`` and ``loading_ms`` (NULL on older runs)."""
+    _add_missing_columns(conn, {"pipeline_runs": ("loading_status", "loading_ms")})
+
+
+def _add_missing_columns(conn: Connection, columns: dict[str, tuple[str, ...]]) -> None:
+    """``ALTER TABLE ... ADD COLUMN`` each column of ``schema.py`` named in ``columns`` that the table lacks."""
     inspector = inspect(conn)
     for table_name, names in columns.items():
         table = schema.metadata.tables[table_name]
@@ -89,8 +97,6 @@ def m005_sections_and_context(conn: Connection) -> None:
                 default = f" DEFAULT '{value}'" if value is not None else ""
                 null = "" if column.nullable else " NOT NULL"
                 conn.execute(text(f"ALTER TABLE {table_name} ADD COLUMN {name} {ddl}{default}{null}"))
-    if "ix_chunks_section" not in {i["name"] for i in inspector.get_indexes("chunks")}:
-        next(i for i in schema.chunks.indexes if i.name == "ix_chunks_section").create(conn)
 
 
 # The truth store's steps. The HTTP service's tables (jobs, API keys) have their own steps in
@@ -99,6 +105,7 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("m001_initial_schema", m001_initial_schema),
     ("m002_mysql_exact_keys_and_times", m002_mysql_exact_keys_and_times),
     ("m005_sections_and_context", m005_sections_and_context),
+    ("m008_document_stages", m008_document_stages),
 )
 
 

@@ -156,6 +156,7 @@ class RunRow:
     error: str | None
     started_at: datetime
     finished_at: datetime | None
+    total_ms: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

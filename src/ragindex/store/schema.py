@@ -135,6 +135,7 @@ pipeline_runs = Table(
     Column("doc_id", BigInteger, nullable=False),
     Column("job_id", String(64)),
     Column("status", String(16), nullable=False),
+    Column("loading_status", String(16)),  # m008: NULL on runs recorded before it
     Column("chunking_status", String(16), nullable=False),
     Column("dense_status", String(16), nullable=False),
     Column("bm25_status", String(16), nullable=False),
@@ -142,6 +143,7 @@ pipeline_runs = Table(
     Column("failed_stage", String(16)),
     Column("recover_from_stage", String(16)),
     Column("chunk_count", Integer, nullable=False, default=0),
+    Column("loading_ms", Float),  # m008
     Column("chunking_ms", Float),
     Column("dense_ms", Float),
     Column("bm25_ms", Float),

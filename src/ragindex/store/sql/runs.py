@@ -121,8 +121,15 @@ class SqlRuns(SqlCore):
                 )
             )
 
-    def runs(self, *, doc_id: int | None = None, job_id: str | None = None, status: str | None = None) -> list[RunRow]:
-        """Pipeline runs, newest first."""
+    def runs(
+        self,
+        *,
+        doc_id: int | None = None,
+        job_id: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+    ) -> list[RunRow]:
+        """Pipeline runs, newest first (at most ``limit``)."""
         cond = []
         if doc_id is not None:
             cond.append(RUN.doc_id == doc_id)
@@ -131,7 +138,8 @@ class SqlRuns(SqlCore):
         if status is not None:
             cond.append(RUN.status == status)
         with self._tx() as conn:
-            rows = conn.execute(select(schema.pipeline_runs).where(*cond).order_by(RUN.run_id.desc())).all()
+            query = select(schema.pipeline_runs).where(*cond).order_by(RUN.run_id.desc())
+            rows = conn.execute(query if limit is None else query.limit(limit)).all()
         return [run_row(r._mapping) for r in rows]
 
     def latest_runs(self, status: str | None = None) -> list[RunRow]:
@@ -144,8 +152,13 @@ class SqlRuns(SqlCore):
             return [run_row(r._mapping) for r in conn.execute(query.order_by(RUN.doc_id))]
 
 
-def insert_run(conn: Connection, doc_id: int, *, job_id: str | None, enabled: set[str], now: datetime) -> int:
-    """Open a run inside the caller's transaction; stages of disabled kinds are SKIPPED."""
+def insert_run(
+    conn: Connection, doc_id: int, *, job_id: str | None, enabled: set[str], now: datetime, **values: Any
+) -> int:
+    """Open a run inside the caller's transaction; stages of disabled kinds are SKIPPED.
+
+    ``values`` set other columns of the new row (a run that is closed at once: a failed load).
+    """
 
     def pending_if_enabled(kind: VectorKind) -> RunStatus:
         return RunStatus.PENDING if kind in enabled else RunStatus.SKIPPED
@@ -154,13 +167,17 @@ def insert_run(conn: Connection, doc_id: int, *, job_id: str | None, enabled: se
         insert(schema.pipeline_runs).values(
             doc_id=doc_id,
             job_id=job_id,
-            status=RunStatus.PROCESSING,
-            chunking_status=RunStatus.PENDING,
-            dense_status=RunStatus.PENDING,
-            bm25_status=pending_if_enabled(VectorKind.BM25),
-            sparse_status=pending_if_enabled(VectorKind.SPARSE),
-            chunk_count=0,
-            started_at=now,
+            **{
+                "status": RunStatus.PROCESSING,
+                "loading_status": RunStatus.PENDING,
+                "chunking_status": RunStatus.PENDING,
+                "dense_status": RunStatus.PENDING,
+                "bm25_status": pending_if_enabled(VectorKind.BM25),
+                "sparse_status": pending_if_enabled(VectorKind.SPARSE),
+                "chunk_count": 0,
+                "started_at": now,
+                **values,
+            },
         )
     )
     return new_id(result.inserted_primary_key)
