@@ -98,9 +98,8 @@ class DocumentDetail:
             "run": _run_dict(self.run) if self.run is not None else None,
             "stages": [s.to_dict() for s in self.stages],
             "counts": self.counts,
+            "chunks": [chunk_summary(c) for c in self.chunks] if self.chunks is not None else None,
         }
-        if self.chunks is not None:
-            out["chunks"] = [chunk_summary(c) for c in self.chunks]
         return out
 
 
