@@ -179,14 +179,13 @@ def _counts(detail: DocumentDetail) -> Table | Text:
 def _chunks_table(rows: list[dict[str, Any]]) -> Table:
     table = Table(title="rows (c: chunk, s: section)")
     table.add_column("#", no_wrap=True)
-    table.add_column("chunk_id", no_wrap=True)
+    table.add_column("chunk_id / last error or text", ratio=1)
     table.add_column("status", no_wrap=True)
     table.add_column("tries", no_wrap=True)
-    table.add_column("last error / text", ratio=1)
     for row in rows:
-        statuses = ", ".join(f"{kind} {status}" for kind, status in row["status"].items() if status)
-        detail = (
-            Text(_clip(row["last_error"], 200), style="red") if row["last_error"] else Text(_clip(row["preview"], 60))
-        )
-        table.add_row(f"{str(row['unit'])[0]}{row['index']}", row["chunk_id"], statuses, str(row["attempts"]), detail)
+        statuses = "\n".join(f"{kind} {status}" for kind, status in row["status"].items() if status)
+        cell = Text(str(row["chunk_id"]) + "\n")
+        error = row["last_error"]
+        cell.append(_clip(error, 200), style="red") if error else cell.append(_clip(row["preview"], 80), style="dim")
+        table.add_row(f"{str(row['unit'])[0]}{row['index']}", cell, statuses, str(row["attempts"]))
     return table
