@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
-from sqlalchemy import Connection, Engine, inspect, select, text
+from sqlalchemy import Connection, Engine, Table, inspect, select, text
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from ragindex.clock import utcnow
@@ -74,13 +74,23 @@ def m005_sections_and_context(conn: Connection) -> None:
     of the text) and ``documents.chunking_fingerprint`` (re-chunk when the chunking settings change).
     """
     _add_missing_columns(conn, {"chunks": ("unit", "section_id", "context"), "documents": ("chunking_fingerprint",)})
-    if "ix_chunks_section" not in {i["name"] for i in inspect(conn).get_indexes("chunks")}:
-        next(i for i in schema.chunks.indexes if i.name == "ix_chunks_section").create(conn)
+    _create_missing_index(conn, schema.chunks, "ix_chunks_section")
 
 
 def m008_document_stages(conn: Connection) -> None:
-    """The loading stage of a run: ``pipeline_runs.loading_status`` and ``loading_ms`` (NULL on older runs)."""
+    """Inspection: the loading stage of a run and the index behind pages of a tenant's documents.
+
+    ``pipeline_runs.loading_status`` and ``loading_ms`` (NULL on older runs), and ``ix_documents_pages``
+    (user_id, doc_id): a page is a range scan of it instead of a sort of every document of the tenant.
+    """
     _add_missing_columns(conn, {"pipeline_runs": ("loading_status", "loading_ms")})
+    _create_missing_index(conn, schema.documents, "ix_documents_pages")
+
+
+def _create_missing_index(conn: Connection, table: Table, name: str) -> None:
+    """Create index ``name`` of ``schema.py``'s ``table`` unless the database has it."""
+    if name not in {i["name"] for i in inspect(conn).get_indexes(table.name)}:
+        next(i for i in table.indexes if i.name == name).create(conn)
 
 
 def _add_missing_columns(conn: Connection, columns: dict[str, tuple[str, ...]]) -> None:

@@ -81,6 +81,7 @@ documents = Table(
     UniqueConstraint("user_id", "set_id", "source_key", name="uq_documents_source"),
     Index("ix_documents_file", "user_id", "set_id", "file_key"),
     Index("ix_documents_tenant", "user_id", "set_id", "lifecycle_status"),
+    Index("ix_documents_pages", "user_id", "doc_id"),  # m008: a tenant's documents in doc_id order, page by page
     **TABLE_OPTIONS,
 )
 

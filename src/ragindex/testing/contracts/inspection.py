@@ -223,11 +223,14 @@ class DocumentInspectionContract:
 
     # ------------------------------------------------------------------ m008
     def test_m008_adds_the_loading_stage_to_an_older_store(self, store: SqlTruthStore) -> None:
-        """A store made before m008 gains the columns; its older runs report the loading stage as not recorded."""
+        """A store made before m008 gains the columns and the index; older runs have no loading stage."""
         doc_id = store.upsert_document(new_document())
+        started = store.get_document(doc_id).updated_at  # read before the DDL: it locks the table on PostgreSQL
         with store.engine.begin() as conn:
             for column in ("loading_status", "loading_ms"):
                 conn.execute(text(f"ALTER TABLE pipeline_runs DROP COLUMN {column}"))
+            on_table = " ON documents" if conn.dialect.name in ("mysql", "mariadb") else ""
+            conn.execute(text(f"DROP INDEX ix_documents_pages{on_table}"))
             conn.execute(text("DELETE FROM schema_migrations WHERE name = 'm008_document_stages'"))
             conn.execute(
                 schema.pipeline_runs.insert().values(
@@ -238,14 +241,15 @@ class DocumentInspectionContract:
                     bm25_status="SUCCESS",
                     sparse_status="SKIPPED",
                     chunk_count=1,
-                    started_at=store.get_document(doc_id).updated_at,
+                    started_at=started,
                 )
             )
 
         assert apply_migrations(store.engine) == ["m008_document_stages"]
         with store.engine.connect() as conn:
             columns = {c["name"] for c in inspect(conn).get_columns("pipeline_runs")}
-        assert {"loading_status", "loading_ms"} <= columns
+            indexes = {i["name"] for i in inspect(conn).get_indexes("documents")}
+        assert {"loading_status", "loading_ms"} <= columns and "ix_documents_pages" in indexes
         (run,) = store.runs(doc_id=doc_id)
         assert run.stages["loading"] is None and run.durations_ms["loading"] is None
         assert describe_document(store, doc_id).stages[0].status is None
