@@ -32,7 +32,7 @@ BIG_CHUNKS = 13_637
 
 def _fill(store: SqlTruthStore) -> int:
     now = utcnow()
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "user_id": 1,
             "set_id": 1 + n % 5,
@@ -71,7 +71,7 @@ def _fill(store: SqlTruthStore) -> int:
             parser="docx",
         )
     )
-    chunks = [
+    chunks: list[dict[str, Any]] = [
         {
             "chunk_id": str(uuid.uuid4()),
             "doc_id": big,

@@ -14,7 +14,7 @@ from ragindex.testing.contracts.truth_store import drafts, new_document
 
 
 def test_a_job_left_cancelling_is_finished_when_the_runner_starts(tmp_path: Path) -> None:
-    engine = Engine(Settings(_env_file=None, data_dir=tmp_path))  # type: ignore[call-arg]
+    engine = Engine(Settings(_env_file=None, data_dir=tmp_path))
     store = SqlServiceStore(engine.settings.resolved_database_url)
     try:
         store.create_job("dead", user_id=7, set_id=1, kind="ingest", status="running", files=["/x/a.txt"])
