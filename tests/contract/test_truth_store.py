@@ -1,4 +1,4 @@
-"""The truth store contract on SQLite, MariaDB/MySQL and PostgreSQL."""
+"""The truth store contracts (the store, and the reads behind inspection) on SQLite, MariaDB/MySQL and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from sqlalchemy import text
 from ragindex.store import schema
 from ragindex.store.migrations import apply_migrations
 from ragindex.store.sql import SqlTruthStore
+from ragindex.testing.contracts.inspection import DocumentInspectionContract
 from ragindex.testing.contracts.truth_store import TruthStoreContract
 
 
-class TestSqliteTruthStore(TruthStoreContract):
+class TestSqliteTruthStore(TruthStoreContract, DocumentInspectionContract):
     @pytest.fixture
     def store(self, sqlite_url: str) -> Iterator[SqlTruthStore]:
         store = SqlTruthStore(sqlite_url)
@@ -23,7 +24,7 @@ class TestSqliteTruthStore(TruthStoreContract):
 
 
 @pytest.mark.mysql
-class TestMysqlTruthStore(TruthStoreContract):
+class TestMysqlTruthStore(TruthStoreContract, DocumentInspectionContract):
     @pytest.fixture
     def store(self, empty_mysql_url: str) -> Iterator[SqlTruthStore]:
         store = SqlTruthStore(empty_mysql_url)
@@ -58,7 +59,7 @@ class TestMysqlTruthStore(TruthStoreContract):
 
 
 @pytest.mark.postgres
-class TestPostgresTruthStore(TruthStoreContract):
+class TestPostgresTruthStore(TruthStoreContract, DocumentInspectionContract):
     @pytest.fixture
     def store(self, empty_postgres_url: str) -> Iterator[SqlTruthStore]:
         store = SqlTruthStore(empty_postgres_url)
