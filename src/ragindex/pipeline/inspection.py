@@ -200,5 +200,8 @@ def _stages(doc: DocumentRow, run: RunRow | None) -> tuple[StageView, ...]:
         )
     failed = run.failed_stage.lower() if run.failed_stage else None
     return tuple(
-        StageView(s, run.stages.get(s), run.durations_ms.get(s), run.error if s == failed else None) for s in STAGES
+        StageView(s, RunStatus.FAILED, run.durations_ms.get(s), run.error)
+        if s == failed  # the stage a run failed at is FAILED, whether or not the writer set its column too
+        else StageView(s, run.stages.get(s), run.durations_ms.get(s), None)
+        for s in STAGES
     )

@@ -401,8 +401,16 @@ class SourceSync:
             size=size,
             parser="none",
         )
-        self.store.record_failed_document(
-            document, f"{type(exc).__name__}: {exc.message}", job_id=job_id, kinds=self.kinds
+        error = f"{type(exc).__name__}: {exc.message}"
+        run_id = self._start_run(self.store.record_failed_document(document, error), job_id)
+        self.store.set_stage(run_id, Stage.LOADING, RunStatus.FAILED)
+        self.store.finish_run(
+            run_id,
+            RunStatus.FAILED,
+            total_ms=0.0,
+            failed_stage=Stage.LOADING,
+            recover_from_stage=Stage.LOADING,
+            error=error,
         )
 
     # ------------------------------------------------------------------ index stages

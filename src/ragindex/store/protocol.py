@@ -17,7 +17,7 @@ import numpy as np
 
 from ragindex.store.records import ChunkDiff, ChunkRow, ChunkView, Claim, DocumentRow, IndexMeta, NewDocument, RunRow
 from ragindex.store.states import CLAIMABLE, RunStatus
-from ragindex.types import ChunkDraft, Unit, VectorKind
+from ragindex.types import ChunkDraft, Unit
 
 
 class DocumentStore(Protocol):
@@ -62,19 +62,8 @@ class DocumentStore(Protocol):
         """
         ...
 
-    def record_failed_document(
-        self,
-        doc: NewDocument,
-        error: str,
-        *,
-        job_id: str | None = None,
-        loading_ms: float | None = None,
-        kinds: Iterable[str] = (VectorKind.DENSE, VectorKind.BM25),
-    ) -> int:
-        """Record a document whose loading failed (FAILED, error and file hash kept, no chunks).
-
-        Its run is recorded too, closed and FAILED at the loading stage, with ``loading_ms``.
-        """
+    def record_failed_document(self, doc: NewDocument, error: str) -> int:
+        """Record a document whose loading failed (FAILED, error and file hash kept, no chunks)."""
         ...
 
     def set_document_status(self, doc_id: int, status: str, error: str | None = None) -> None:

@@ -17,8 +17,8 @@ from ragindex.store.sql.chunks import replace_chunk_rows
 from ragindex.store.sql.core import CH, DOC, RUN, SqlCore, clip_error, new_id
 from ragindex.store.sql.rows import doc_row
 from ragindex.store.sql.runs import insert_run
-from ragindex.store.states import Lifecycle, RunStatus, Stage
-from ragindex.types import ChunkDraft, VectorKind
+from ragindex.store.states import Lifecycle, RunStatus
+from ragindex.types import ChunkDraft
 
 
 class SqlDocuments(SqlCore):
@@ -139,19 +139,8 @@ class SqlDocuments(SqlCore):
             )
         return doc_id, run_id, diff
 
-    def record_failed_document(
-        self,
-        doc: NewDocument,
-        error: str,
-        *,
-        job_id: str | None = None,
-        loading_ms: float | None = None,
-        kinds: Iterable[str] = (VectorKind.DENSE, VectorKind.BM25),
-    ) -> int:
-        """Record a document whose loading failed (status FAILED, error and file hash kept, no chunks).
-
-        Its run is recorded closed, FAILED at the loading stage, in the same transaction.
-        """
+    def record_failed_document(self, doc: NewDocument, error: str) -> int:
+        """Record a document whose loading failed (status FAILED, error and file hash kept, no chunks)."""
         now = utcnow()
         values = {
             **_document_values(doc, RunStatus.FAILED, now),
@@ -160,23 +149,7 @@ class SqlDocuments(SqlCore):
             "content_hash": "",
         }
         with self._tx() as conn:
-            doc_id = _upsert_document(conn, doc, values, now)
-            insert_run(
-                conn,
-                doc_id,
-                job_id=job_id,
-                enabled=set(kinds),
-                now=now,
-                status=RunStatus.FAILED,
-                loading_status=RunStatus.FAILED,
-                loading_ms=loading_ms,
-                failed_stage=Stage.LOADING,
-                recover_from_stage=Stage.LOADING,
-                error=clip_error(error),
-                total_ms=loading_ms,
-                finished_at=now,
-            )
-        return doc_id
+            return _upsert_document(conn, doc, values, now)
 
     def set_document_status(self, doc_id: int, status: str, error: str | None = None) -> None:
         """Set a document's processing status (PROCESSING, SUCCESS, FAILED) and error."""

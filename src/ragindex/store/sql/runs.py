@@ -152,13 +152,8 @@ class SqlRuns(SqlCore):
             return [run_row(r._mapping) for r in conn.execute(query.order_by(RUN.doc_id))]
 
 
-def insert_run(
-    conn: Connection, doc_id: int, *, job_id: str | None, enabled: set[str], now: datetime, **values: Any
-) -> int:
-    """Open a run inside the caller's transaction; stages of disabled kinds are SKIPPED.
-
-    ``values`` set other columns of the new row (a run that is closed at once: a failed load).
-    """
+def insert_run(conn: Connection, doc_id: int, *, job_id: str | None, enabled: set[str], now: datetime) -> int:
+    """Open a run inside the caller's transaction; stages of disabled kinds are SKIPPED."""
 
     def pending_if_enabled(kind: VectorKind) -> RunStatus:
         return RunStatus.PENDING if kind in enabled else RunStatus.SKIPPED
@@ -167,17 +162,14 @@ def insert_run(
         insert(schema.pipeline_runs).values(
             doc_id=doc_id,
             job_id=job_id,
-            **{
-                "status": RunStatus.PROCESSING,
-                "loading_status": RunStatus.PENDING,
-                "chunking_status": RunStatus.PENDING,
-                "dense_status": RunStatus.PENDING,
-                "bm25_status": pending_if_enabled(VectorKind.BM25),
-                "sparse_status": pending_if_enabled(VectorKind.SPARSE),
-                "chunk_count": 0,
-                "started_at": now,
-                **values,
-            },
+            status=RunStatus.PROCESSING,
+            loading_status=RunStatus.PENDING,
+            chunking_status=RunStatus.PENDING,
+            dense_status=RunStatus.PENDING,
+            bm25_status=pending_if_enabled(VectorKind.BM25),
+            sparse_status=pending_if_enabled(VectorKind.SPARSE),
+            chunk_count=0,
+            started_at=now,
         )
     )
     return new_id(result.inserted_primary_key)

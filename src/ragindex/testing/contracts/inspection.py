@@ -132,37 +132,35 @@ class DocumentInspectionContract:
         assert (run.stages["loading"], run.stages["chunking"], run.stages["dense"]) == ("SUCCESS", "SUCCESS", "PENDING")
         assert run.durations_ms["loading"] == pytest.approx(1.25) and run.durations_ms["chunking"] == pytest.approx(2.0)
 
-    def test_a_failed_load_records_a_failed_run(self, store: SqlTruthStore) -> None:
-        """record_failed_document closes a run FAILED at loading, with the error, job and duration."""
-        doc_id = store.record_failed_document(
-            new_document("bad.json"), "DocumentLoadError: invalid JSON", job_id="job-9", loading_ms=2.5, kinds=["dense"]
-        )
-        (run,) = store.runs(doc_id=doc_id)
-        assert (run.status, run.failed_stage, run.job_id, run.error) == (
-            "FAILED",
-            "LOADING",
-            "job-9",
-            "DocumentLoadError: invalid JSON",
-        )
-        assert run.stages == {
-            "loading": "FAILED",
-            "chunking": "PENDING",
-            "dense": "PENDING",
-            "bm25": "SKIPPED",
-            "sparse": "SKIPPED",
-        }
-        assert run.durations_ms["loading"] == pytest.approx(2.5) and run.total_ms == pytest.approx(2.5)
-        assert run.finished_at is not None
+    def test_a_failed_load_shows_its_error_on_the_loading_stage(self, store: SqlTruthStore) -> None:
+        """A run that failed at LOADING shows that stage FAILED with the error; so does a failed load without a run."""
+        doc_id = store.record_failed_document(new_document("bad.json"), "DocumentLoadError: invalid JSON")
+        legacy = describe_document(store, doc_id, user_id=1)
+        assert legacy.run is None and legacy.counts == {}
+        assert (legacy.stages[0].status, legacy.stages[0].error) == ("FAILED", "DocumentLoadError: invalid JSON")
 
-        detail = describe_document(store, doc_id, user_id=1)
-        loading = detail.stages[0]
-        assert (loading.stage, loading.status, loading.error) == (
-            "loading",
-            "FAILED",
-            "DocumentLoadError: invalid JSON",
+        run_id = store.start_run(doc_id, job_id="job-9")
+        store.finish_run(
+            run_id, RunStatus.FAILED, total_ms=0.0, failed_stage="LOADING", recover_from_stage="LOADING", error="bad"
         )
-        assert [s.error for s in detail.stages[1:]] == [None] * 4
-        assert detail.counts == {} and detail.to_dict()["run"]["failed_stage"] == "loading"
+        detail = describe_document(store, doc_id, user_id=1)
+        assert [(s.stage, s.status, s.error) for s in detail.stages] == [
+            ("loading", "FAILED", "bad"),
+            ("chunking", "PENDING", None),
+            ("dense", "PENDING", None),
+            ("bm25", "PENDING", None),
+            ("sparse", "SKIPPED", None),
+        ]
+        assert detail.to_dict()["run"] == {
+            "run_id": run_id,
+            "job_id": "job-9",
+            "status": "FAILED",
+            "failed_stage": "loading",
+            "error": "bad",
+            "started_at": detail.run.started_at.isoformat() if detail.run else None,
+            "finished_at": detail.run.finished_at.isoformat() if detail.run and detail.run.finished_at else None,
+            "total_ms": 0.0,
+        }
 
     def test_describe_document(self, store: SqlTruthStore) -> None:
         """Fields, the latest run's stages, live counts and (when asked) the rows; scoped to the tenant."""
