@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ragindex.encoders.protocol import DenseEncoder
     from ragindex.index.protocol import VectorIndex
     from ragindex.pipeline.indexer import Indexer
+    from ragindex.pipeline.inspection import DocumentDetail, DocumentPage
     from ragindex.pipeline.manage import ChunkManager
     from ragindex.pipeline.sync import IngestReport, ProgressFn
     from ragindex.pipeline.verify import VerifyReport
@@ -348,6 +349,26 @@ class Engine(Maintenance):
         from ragindex.pipeline.verify import verify
 
         return verify(self.store, self.index, self.read_collection(), self.settings.bucket_count, tuple(self.sparse))
+
+    def documents(
+        self,
+        *,
+        user_id: int | None = None,
+        set_id: int | None = None,
+        status: str | None = None,
+        cursor: str | None = None,
+        limit: int = 100,
+    ) -> DocumentPage:
+        """A page of documents by doc_id; see :func:`ragindex.pipeline.inspection.list_documents`."""
+        from ragindex.pipeline.inspection import list_documents
+
+        return list_documents(self.store, user_id=user_id, set_id=set_id, status=status, cursor=cursor, limit=limit)
+
+    def document(self, doc_id: int, *, user_id: int | None = None, chunks: bool = False) -> DocumentDetail:
+        """A document with its stages and chunk counts (and rows); see :mod:`ragindex.pipeline.inspection`."""
+        from ragindex.pipeline.inspection import describe_document
+
+        return describe_document(self.store, doc_id, user_id=user_id, chunks=chunks)
 
     # ------------------------------------------------------------------ chunk management, repair, reindex
     @property

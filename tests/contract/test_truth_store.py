@@ -1,4 +1,5 @@
-"""The truth store contract, claim owners and leases included, on SQLite, MariaDB/MySQL and PostgreSQL."""
+"""The truth store contracts (claim owners and leases, the reconciler, the reads behind inspection) on SQLite,
+MariaDB/MySQL and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ from ragindex.store import schema
 from ragindex.store.migrations import apply_migrations
 from ragindex.store.sql import SqlTruthStore
 from ragindex.testing.contracts.claim_owners import ClaimOwnerContract
+from ragindex.testing.contracts.inspection import DocumentInspectionContract
 from ragindex.testing.contracts.reconcile_store import ReconcileStoreContract
 from ragindex.testing.contracts.truth_store import TruthStoreContract
 
 
-class TestSqliteTruthStore(TruthStoreContract, ReconcileStoreContract, ClaimOwnerContract):
+class TestSqliteTruthStore(TruthStoreContract, ReconcileStoreContract, ClaimOwnerContract, DocumentInspectionContract):
     @pytest.fixture
     def store(self, sqlite_url: str) -> Iterator[SqlTruthStore]:
         store = SqlTruthStore(sqlite_url)
@@ -25,7 +27,7 @@ class TestSqliteTruthStore(TruthStoreContract, ReconcileStoreContract, ClaimOwne
 
 
 @pytest.mark.mysql
-class TestMysqlTruthStore(TruthStoreContract, ReconcileStoreContract, ClaimOwnerContract):
+class TestMysqlTruthStore(TruthStoreContract, ReconcileStoreContract, ClaimOwnerContract, DocumentInspectionContract):
     @pytest.fixture
     def store(self, empty_mysql_url: str) -> Iterator[SqlTruthStore]:
         store = SqlTruthStore(empty_mysql_url)
@@ -60,7 +62,9 @@ class TestMysqlTruthStore(TruthStoreContract, ReconcileStoreContract, ClaimOwner
 
 
 @pytest.mark.postgres
-class TestPostgresTruthStore(TruthStoreContract, ReconcileStoreContract, ClaimOwnerContract):
+class TestPostgresTruthStore(
+    TruthStoreContract, ReconcileStoreContract, ClaimOwnerContract, DocumentInspectionContract
+):
     @pytest.fixture
     def store(self, empty_postgres_url: str) -> Iterator[SqlTruthStore]:
         store = SqlTruthStore(empty_postgres_url)

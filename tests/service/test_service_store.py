@@ -123,3 +123,34 @@ def test_a_database_made_by_an_earlier_version_is_not_migrated_again(url: str) -
         assert service.get_job("old").status == "succeeded"
     finally:
         service.close()
+
+
+def test_list_jobs_pages_newest_first_per_tenant(store: SqlServiceStore) -> None:
+    """Keyset pages by (created_at, job_id) descending: every job once, in order, even when created together."""
+    for n in range(5):
+        store.create_job(f"job-{n}", user_id=1, set_id=1, kind="ingest", status="queued", files=[])
+    store.create_job("theirs", user_id=2, set_id=1, kind="ingest", status="queued", files=[])
+    store.set_job_status("job-2", "failed", finished=True, error="x")
+    every = store.list_jobs(user_id=1)
+    assert [j.job_id for j in every] == [f"job-{n}" for n in (4, 3, 2, 1, 0)]
+    seen: list[str] = []
+    before = None
+    while True:
+        page = store.list_jobs(user_id=1, before=before, limit=2)
+        seen += [j.job_id for j in page]
+        if len(page) < 2:
+            break
+        before = (page[-1].created_at, page[-1].job_id)
+    assert seen == [j.job_id for j in every]
+    assert [j.job_id for j in store.list_jobs(user_id=1, status="failed")] == ["job-2"]
+    assert [j.job_id for j in store.list_jobs(user_id=2)] == ["theirs"]
+
+
+def test_set_job_status_with_expected_is_a_compare_and_set(store: SqlServiceStore) -> None:
+    """Only a job in one of the expected states moves; the answer says whether it did."""
+    store.create_job("j", user_id=1, set_id=1, kind="ingest", status="queued", files=[])
+    assert store.set_job_status("j", "cancelled", finished=True, expected=["queued"]) is True
+    assert store.set_job_status("j", "running", started=True, expected=["queued"]) is False
+    job = store.get_job("j")
+    assert job.status == "cancelled" and job.started_at is None and job.finished_at is not None
+    assert store.set_job_status("j", "running") is True, "without expected the move is unconditional"

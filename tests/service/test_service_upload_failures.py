@@ -21,10 +21,13 @@ BAD = {
 }
 
 
+SET = 4101  # a set of its own: the service fixture is shared with other modules' tests
+
+
 def test_one_bad_file_fails_alone_and_the_job_reports_each_file(service: Service) -> None:
     with service.client(service.key(USER)) as client:
         response = upload(
-            client, 1, {"deep.json": BAD["deep.json"], **GOOD, **{k: BAD[k] for k in ("binary.md", "after.txt")}}
+            client, SET, {"deep.json": BAD["deep.json"], **GOOD, **{k: BAD[k] for k in ("binary.md", "after.txt")}}
         )
         assert response.status_code == 202, response.text
         job = wait_for_job(client, response.json()["job_id"])
@@ -46,18 +49,18 @@ def test_one_bad_file_fails_alone_and_the_job_reports_each_file(service: Service
         failed_runs = [r for r in job["runs"] if r["status"] == "FAILED"]
         assert sorted(r["failed_stage"] for r in failed_runs) == ["LOADING", "LOADING"]
 
-        documents = {d["filename"]: d for d in client.get("/v1/sets/1/documents").json()["documents"]}
+        documents = {d["filename"]: d for d in client.get(f"/v1/sets/{SET}/documents").json()["documents"]}
         assert {n: d["status"] for n, d in documents.items()} == {
             **dict.fromkeys(GOOD, "SUCCESS"),
             "after.txt": "SUCCESS",
             "deep.json": "FAILED",
             "binary.md": "FAILED",
         }
-        hits = client.post("/v1/search", json={"query": "rings of Saturn", "set_id": 1, "top_k": 1}).json()["hits"]
+        hits = client.post("/v1/search", json={"query": "rings of Saturn", "set_id": SET, "top_k": 1}).json()["hits"]
         assert hits[0]["filename"] == "after.txt"
 
         # a fixed re-upload of the failed file is retried and succeeds
-        again = upload(client, 1, {"deep.json": '[{"_id": "x", "text": "Titan has a thick nitrogen atmosphere."}]'})
+        again = upload(client, SET, {"deep.json": '[{"_id": "x", "text": "Titan has a thick nitrogen atmosphere."}]'})
         job = wait_for_job(client, again.json()["job_id"])
         assert job["status"] == "succeeded", job
         assert job["report"]["files"] == [

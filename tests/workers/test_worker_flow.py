@@ -102,6 +102,21 @@ def store(settings: Settings) -> Iterator[Any]:
     store.close()
 
 
+def _env(settings: Settings, redis_url: str, queues: Queues, **extra: str) -> dict[str, str]:
+    """The worker's environment: the test's store, index path, chunking and queues."""
+    return worker_env(
+        RAGINDEX_DATA_DIR=str(settings.data_dir),
+        RAGINDEX_DATABASE_URL=str(settings.database_url),
+        RAGINDEX_INDEX_BACKEND="qdrant",
+        RAGINDEX_QDRANT_PATH=str(settings.qdrant_path),
+        RAGINDEX_CHUNK_SIZE="120",
+        RAGINDEX_CHUNK_OVERLAP="10",
+        RAGINDEX_QUEUE_URL=redis_url,
+        RAGINDEX_RESULT_QUEUE=queues.results,
+        **extra,
+    )
+
+
 def test_worker_runs_jobs_publishes_results_and_ignores_redelivery(
     tmp_path: Path,
     settings: Settings,
@@ -121,18 +136,7 @@ def test_worker_runs_jobs_publishes_results_and_ignores_redelivery(
     broker.enqueue(ingest_message(queues.ingest, job_id=missing_job, user_id=USER, set_id=SET, paths=gone))
     assert store.get_job(ok_job).status == "queued"
 
-    env = worker_env(
-        RAGINDEX_DATA_DIR=str(settings.data_dir),
-        RAGINDEX_DATABASE_URL=str(settings.database_url),
-        RAGINDEX_INDEX_BACKEND="qdrant",
-        RAGINDEX_QDRANT_PATH=str(settings.qdrant_path),
-        RAGINDEX_CHUNK_SIZE="120",
-        RAGINDEX_CHUNK_OVERLAP="10",
-        RAGINDEX_QUEUE_URL=redis_url,
-        RAGINDEX_RESULT_QUEUE=queues.results,
-        RAGINDEX_WEBHOOK_URL=webhook.url,
-        RAGINDEX_WEBHOOK_ATTEMPTS="2",
-    )
+    env = _env(settings, redis_url, queues, RAGINDEX_WEBHOOK_URL=webhook.url, RAGINDEX_WEBHOOK_ATTEMPTS="2")
     worker = WorkerProcess(env, tmp_path / "worker.log", "--queue", queues.ingest)
     try:
         messages, documents = collect_events(broker, queues.results, 2, worker)
@@ -217,3 +221,58 @@ def test_worker_runs_jobs_publishes_results_and_ignores_redelivery(
         assert totals is not None and totals.passes >= 1, "the worker ran its reconciler (a pass at start)"
     finally:
         engine.close()
+
+
+def test_a_worker_skips_a_cancelled_queued_job_and_stops_a_cancelled_running_one(
+    tmp_path: Path, settings: Settings, store: Any, queues: Queues, redis_url: str
+) -> None:
+    """A cancel reaches a job through its row: the worker acknowledges the queued one without running it and
+    stops the running one at its next batch boundary, holding no claim; both announce their cancellation."""
+    from ragindex.service.cancel import request_cancel
+    from ragindex.store.sql import SqlTruthStore
+
+    user = USER + 1
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for i in range(40):
+        paragraphs = (f"Worker note {i}.{p} on {sorted(DOCS)[p % 2]} and the number {i * 7 + p}." for p in range(12))
+        (folder / f"w{i:02d}.txt").write_text("\n\n".join(paragraphs), encoding="utf-8")
+    (folder / "later.txt").write_text("Queued behind the big job and cancelled before it runs.", encoding="utf-8")
+    broker = build_broker(redis_url)
+    queue = IngestQueue(broker, queues.ingest)
+    big, small = uuid.uuid4().hex, uuid.uuid4().hex
+    paths = sorted(str(p) for p in folder.glob("w*.txt"))
+    submit_ingest(store, queue, job_id=big, user_id=user, set_id=SET, paths=paths)
+    submit_ingest(store, queue, job_id=small, user_id=user, set_id=SET, paths=[str(folder / "later.txt")])
+    assert request_cancel(store, small, user_id=user).status == "cancelled"
+
+    truth = SqlTruthStore(settings.resolved_database_url)
+    worker = WorkerProcess(_env(settings, redis_url, queues), tmp_path / "worker.log", "--queue", queues.ingest)
+    try:
+
+        def dense_done() -> int:
+            sets = [s for s in truth.status_counts()["sets"] if s["user_id"] == user]
+            return sets[0]["chunks"]["dense"].get("SUCCESS", 0) if sets else 0
+
+        deadline = time.monotonic() + 120
+        while dense_done() == 0:
+            assert worker.alive() and time.monotonic() < deadline, worker.output()
+            time.sleep(0.1)
+        assert request_cancel(store, big, user_id=user).status == "cancelling"
+        events = {m.args[0]["job_id"]: m.args[0] for m in collect_events(broker, queues.results, 2, worker)}
+
+        assert store.get_job(small).started_at is None
+        assert events[small]["status"] == "failed" and events[small]["error"] == "cancelled by request"
+        job = store.get_job(big)
+        assert job.status == "cancelled" and (job.error or "").startswith("cancelled by request"), job
+        assert events[big]["status"] == "failed" and events[big]["error"] == job.error
+        (mine,) = [s for s in truth.status_counts()["sets"] if s["user_id"] == user]
+        assert "INDEXING" not in mine["chunks"]["dense"] and "INDEXING" not in mine["chunks"]["bm25"]
+        assert 0 < mine["chunks"]["dense"].get("SUCCESS", 0) < sum(mine["chunks"]["dense"].values())
+        assert all(r.status != "PROCESSING" for r in truth.runs(job_id=big))
+        assert "later.txt" not in {d.filename for d in truth.list_documents(user_id=user)}
+    finally:
+        code = worker.stop()
+        queue.close()
+        truth.close()
+    assert code == 0, worker.output()

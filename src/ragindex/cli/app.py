@@ -202,6 +202,7 @@ def run() -> None:
     stops.install()
     try:
         from ragindex.cli import commands  # noqa: F401 - registers the commands
+        from ragindex.cli import docs as _docs  # noqa: F401 - docs list, docs show
         from ragindex.cli import encoder_server as _encoder_server  # noqa: F401 - encoder-server
         from ragindex.cli import eval as _eval  # noqa: F401
         from ragindex.cli import manage as _manage  # noqa: F401 - repair, reindex, delete, update-chunk

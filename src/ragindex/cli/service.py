@@ -91,7 +91,12 @@ def keys_list(as_json: Json = False) -> None:
         if as_json:
             emit_json({"keys": rows})
             return
-        table = Table("key_id", "prefix", "user_id", "admin", "name", "created_at", "revoked_at")
+        table = Table(title="API keys")
+        # the key id is what `keys revoke` takes: never shortened, whatever the terminal's width
+        table.add_column("key_id", no_wrap=True, min_width=max((len(r["key_id"]) for r in rows), default=6))
+        table.add_column("prefix", no_wrap=True)
+        for name in ("user_id", "admin", "name", "created_at", "revoked_at"):
+            table.add_column(name)
         for r in rows:
             table.add_row(
                 cell(r["key_id"]),

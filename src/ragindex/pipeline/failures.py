@@ -136,8 +136,8 @@ class FailureLog:
         self._close_failed(run_id, stage, message, elapsed_ms)
 
     def _close_failed(self, run_id: int, stage: Stage, message: str, elapsed_ms: float) -> None:
-        if stage == Stage.CHUNKING:
-            self.store.set_stage(run_id, Stage.CHUNKING, RunStatus.FAILED, duration_ms=elapsed_ms)
+        if stage in (Stage.CHUNKING, Stage.LOADING):
+            self.store.set_stage(run_id, stage, RunStatus.FAILED, duration_ms=elapsed_ms)
         self.store.finish_run(
             run_id, RunStatus.FAILED, total_ms=elapsed_ms, failed_stage=stage, recover_from_stage=stage, error=message
         )

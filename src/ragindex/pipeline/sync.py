@@ -272,6 +272,7 @@ class SourceSync:
         removed: list[str],
     ) -> dict[str, int]:
         file_hash = ""
+        started = time.perf_counter()
         try:
             data = self._read(path, report)
             if data is None:
@@ -287,6 +288,8 @@ class SourceSync:
                 path, exc, user_id=ctx.user_id, set_id=ctx.set_id, job_id=ctx.job_id, file_hash=file_hash
             )
             return {"failed": 1}
+        # a records file's documents share its loading time (read, hash, parse), as a batch's chunks share the batch's
+        loading_ms = (time.perf_counter() - started) * 1000 / max(len(documents), 1)
         existing = {d.source_uri: d for d in self.store.documents_of_file(ctx.user_id, ctx.set_id, ctx.uri)}
         counts = dict.fromkeys(("added", "changed", "rechunked", "retried", "unchanged", "skipped", "failed"), 0)
         for doc in documents:
@@ -308,7 +311,7 @@ class SourceSync:
                 continue
             outcome = "retried" if retry else "rechunked" if same else "changed" if old is not None else "added"
             new = self._new_document(doc, ctx, file_hash, content_hash, len(data), path)
-            staged = self._sync_document(doc, new, ctx, outcome, failures, report, touched)
+            staged = self._sync_document(doc, new, ctx, outcome, failures, report, touched, loading_ms)
             counts[outcome if staged else "failed"] += 1
         if existing:  # documents that disappeared from the file (records, or a file that now has no text)
             removed += self.store.remove_documents([d.doc_id for d in existing.values()])
@@ -342,6 +345,7 @@ class SourceSync:
         failures: FailureLog,
         report: IngestReport,
         touched: list[_Touched],
+        loading_ms: float | None = None,
     ) -> bool:
         """Chunk and stage one document; False when it failed alone (recorded by ``failures``)."""
         t0 = time.perf_counter()
@@ -371,6 +375,7 @@ class SourceSync:
             job_id=ctx.job_id,
             chunking_ms=elapsed,
             unit_kinds=self.unit_kinds,
+            loading_ms=loading_ms,
         )
         try:
             faults.hit("chunking.after_truth_write")
@@ -422,6 +427,7 @@ class SourceSync:
         parsed = {t.doc_id for t in touched}
         for doc_id in sorted({d for r in results.values() for d in r.time_by_doc_ms} - parsed):
             run_id = self._start_run(doc_id, job_id)
+            self.store.set_stage(run_id, Stage.LOADING, RunStatus.SKIPPED)
             self.store.set_stage(run_id, Stage.CHUNKING, RunStatus.SKIPPED)
             touched.append(_Touched(doc_id=doc_id, run_id=run_id, chunk_count=0, chunking_ms=0.0))
         for item, stage, error in self._finish_runs(touched, results):

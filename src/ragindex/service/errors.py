@@ -26,6 +26,7 @@ _HTTP_NAMES = {
     403: "PermissionDeniedError",
     404: "NotFoundError",
     405: "MethodNotAllowed",
+    409: "Conflict",
     413: "DocumentTooLargeError",
     415: "UnsupportedFormatError",
 }
@@ -37,6 +38,10 @@ class AuthenticationError(RagindexError, exit_code=2, http_status=401):
 
 class PermissionDeniedError(RagindexError, exit_code=2, http_status=403):
     """The key is valid but its role may not do this (admin endpoints)."""
+
+
+class JobStateError(RagindexError, exit_code=2, http_status=409):
+    """The job is not in a state that allows this (cancelling a job that already finished)."""
 
 
 def _ragindex_error(_request: Request, exc: Exception) -> JSONResponse:

@@ -17,6 +17,12 @@ class JobState(StrEnum):
     RUNNING = "running"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
+    CANCELLING = "cancelling"  # cancel requested while running: it stops at its next file or batch boundary
+    CANCELLED = "cancelled"
+
+
+FINISHED: tuple[JobState, ...] = (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
+"""States a job never leaves."""
 
 
 def outcome(report: IngestReport) -> tuple[JobState, str | None]:

@@ -19,6 +19,7 @@ from typing import Any
 
 from ragindex.engine import Engine
 from ragindex.pipeline.sync import IngestReport
+from ragindex.service.cancel import CancelCheck, JobCancelled, finish_cancelled
 from ragindex.service.executor import set_torch_threads
 from ragindex.service.job_state import JobState, outcome
 from ragindex.service.store import JobRow, JobStore
@@ -26,6 +27,7 @@ from ragindex.service.store import JobRow, JobStore
 log = logging.getLogger(__name__)
 
 
+_ACTIVE = (JobState.RUNNING, JobState.CANCELLING)  # a job that ends on its own ends from these, cancel or not
 JobDone = Callable[[JobRow, IngestReport | None], None]
 Dispatch = Callable[[str, int, int, Sequence[Path]], None]  # (job_id, user_id, set_id, files) -> enqueued
 
@@ -62,7 +64,9 @@ class JobRunner:
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
-        """Re-queue jobs a previous process left unfinished, then start the job thread."""
+        """Re-queue jobs a previous process left unfinished (finish those it was cancelling), then start the thread."""
+        for job in self.store.jobs_with_status([JobState.CANCELLING]):
+            finish_cancelled(self.store, self.engine.store, job.job_id, self.engine.kinds)
         for job in self.store.jobs_with_status([JobState.RUNNING, JobState.QUEUED]):
             log.info("re-queueing unfinished job %s", job.job_id)
             self.store.set_job_status(job.job_id, JobState.QUEUED)
@@ -126,14 +130,20 @@ class JobRunner:
 
     def _run(self, job_id: str) -> None:
         job = self.store.get_job(job_id)
-        if job.status not in (JobState.QUEUED, JobState.RUNNING):
+        # a job cancelled while queued is skipped: the compare-and-set never lets it start
+        if not self.store.set_job_status(job_id, JobState.RUNNING, started=True, expected=[JobState.QUEUED]):
             return
         self.current = job_id
         with self._lock:
             self._progress[job_id] = {"files": {"total": len(job.files), "done": 0}, "indexed": {}, "stage": None}
-        self.store.set_job_status(job_id, JobState.RUNNING, started=True)
         started = time.perf_counter()
         report: IngestReport | None = None
+        cancel = CancelCheck(self.store, job_id)
+
+        def progress(event: str, data: dict[str, Any]) -> None:
+            self._on_progress(job_id, event, data)
+            cancel(event, data)
+
         try:
             report = self.engine.ingest(
                 [Path(f) for f in job.files],
@@ -142,15 +152,22 @@ class JobRunner:
                 keep_missing=True,
                 per_file=True,
                 job_id=job_id,
-                progress=lambda event, data: self._on_progress(job_id, event, data),
+                progress=progress,
             )
+        except JobCancelled:
+            log.info("job %s cancelled", job_id)
+            finish_cancelled(self.store, self.engine.store, job_id, self.engine.kinds)
         except Exception as exc:
             log.warning("job %s failed: %s", job_id, exc)
             message = getattr(exc, "message", None) or str(exc)
-            self.store.set_job_status(job_id, JobState.FAILED, finished=True, error=f"{type(exc).__name__}: {message}")
+            self.store.set_job_status(
+                job_id, JobState.FAILED, finished=True, error=f"{type(exc).__name__}: {message}", expected=_ACTIVE
+            )
         else:
             state, error = outcome(report)
-            self.store.set_job_status(job_id, state, finished=True, report=report.to_dict(), error=error)
+            self.store.set_job_status(
+                job_id, state, finished=True, report=report.to_dict(), error=error, expected=_ACTIVE
+            )
         finally:
             self.current = None
             with self._lock:

@@ -36,9 +36,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ragindex.errors import BackendError, ConfigurationError, NotFoundError
+from ragindex.service.cancel import CancelCheck, JobCancelled, finish_cancelled
 from ragindex.service.document_events import DOCUMENT_EVENT, job_document_events
 from ragindex.service.events import Webhook, parse_result
-from ragindex.service.job_state import JobState, outcome
+from ragindex.service.job_state import FINISHED, JobState, outcome
 from ragindex.service.settings import ServiceSettings
 
 if TYPE_CHECKING:
@@ -233,7 +234,10 @@ class JobHandler:
                 job_id, user_id=user_id, set_id=set_id, kind="ingest", status=JobState.QUEUED, files=list(paths)
             )
             job = self.store.get_job(job_id)
-        if job.status in (JobState.SUCCEEDED, JobState.FAILED):
+        if job.status == JobState.CANCELLING:  # its worker died while stopping it
+            finish_cancelled(self.store, self.engine.store, job_id, self.engine.kinds)
+            job = self.store.get_job(job_id)
+        if job.status in FINISHED:
             log.info("job %s was already %s: acknowledged, not run again", job_id, job.status)
             self.events.publish_job(self.engine.store, job)
             return
@@ -243,7 +247,12 @@ class JobHandler:
     def _run(self, job_id: str, user_id: int, set_id: int, files: list[str]) -> None:
         from dramatiq.middleware.time_limit import TimeLimitExceeded
 
-        self.store.set_job_status(job_id, JobState.RUNNING, started=True)
+        active = [JobState.RUNNING, JobState.CANCELLING]
+        # a redelivered job may be RUNNING (its worker died); one cancelled since it was read does not start
+        if not self.store.set_job_status(
+            job_id, JobState.RUNNING, started=True, expected=[JobState.QUEUED, JobState.RUNNING]
+        ):
+            return
         started = time.perf_counter()
         try:
             report = self.engine.ingest(
@@ -253,14 +262,20 @@ class JobHandler:
                 keep_missing=True,
                 per_file=True,
                 job_id=job_id,
+                progress=CancelCheck(self.store, job_id),
             )
+        except JobCancelled:
+            log.info("job %s cancelled", job_id)
+            finish_cancelled(self.store, self.engine.store, job_id, self.engine.kinds)
         except (Exception, TimeLimitExceeded) as exc:
             message = getattr(exc, "message", None) or str(exc) or "time limit exceeded"
             log.warning("job %s failed: %s: %s", job_id, type(exc).__name__, message)
-            self.store.set_job_status(job_id, JobState.FAILED, finished=True, error=f"{type(exc).__name__}: {message}")
+            failure = f"{type(exc).__name__}: {message}"
+            self.store.set_job_status(job_id, JobState.FAILED, finished=True, error=failure, expected=active)
         else:
             status, error = outcome(report)
-            self.store.set_job_status(job_id, status, finished=True, report=report.to_dict(), error=error)
+            report_dict = report.to_dict()
+            self.store.set_job_status(job_id, status, finished=True, report=report_dict, error=error, expected=active)
         log.info("job %s done in %.1f s", job_id, time.perf_counter() - started)
 
     def publish(self, event: dict[str, Any]) -> None:

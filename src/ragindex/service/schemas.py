@@ -66,3 +66,121 @@ class KeyInfo(BaseModel):
     key_id: str
     user_id: int
     admin: bool
+
+
+# ---------------------------------------------------------------------- inspection: documents and jobs
+DocStatus = Literal["PROCESSING", "SUCCESS", "FAILED"]
+JobStatus = Literal["queued", "running", "succeeded", "failed", "cancelling", "cancelled"]
+
+
+class DocumentSummary(BaseModel):
+    """A document as listings show it (``ragindex docs list --json`` has the same fields)."""
+
+    doc_id: int
+    user_id: int
+    set_id: int
+    filename: str
+    source: str = Field(description="Where it came from (a file, or a record of a records file).")
+    status: str = Field(description="PROCESSING, SUCCESS or FAILED.")
+    error: str | None = Field(description="Why it FAILED (the failed stage's error).")
+    chunk_count: int
+    size: int = Field(description="Bytes of its file.")
+    parser: str = Field(description="The loader that read it (`none` when loading failed).")
+    updated_at: str | None
+
+
+class DocumentPageOut(BaseModel):
+    """``GET /v1/documents``: one page, and the cursor of the next one (null on the last page)."""
+
+    documents: list[DocumentSummary]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; opaque.")
+
+
+class DocumentFields(DocumentSummary):
+    """Every field of a document."""
+
+    file: str = Field(description="The file it came from.")
+    file_hash: str = Field(description="sha256 of the file's bytes.")
+    content_hash: str = Field(description="sha256 of its text (empty until it was loaded).")
+    metadata: dict[str, Any]
+
+
+class RunInfo(BaseModel):
+    """The document's latest pipeline run."""
+
+    run_id: int
+    job_id: str | None
+    status: str
+    failed_stage: str | None
+    error: str | None
+    started_at: str | None
+    finished_at: str | None
+    total_ms: float | None
+
+
+class StageInfo(BaseModel):
+    """One stage of the latest run (status null: not recorded, e.g. the loading stage of an older run)."""
+
+    stage: Literal["loading", "chunking", "dense", "bm25", "sparse"]
+    status: str | None
+    duration_ms: float | None
+    error: str | None = Field(description="The run's error, on the stage where it failed.")
+
+
+class ChunkInfo(BaseModel):
+    """A chunk (the dense unit) or a section (the lexical unit) of the document, with its per-kind statuses."""
+
+    chunk_id: str
+    unit: Literal["chunk", "section"]
+    index: int
+    section_id: str | None
+    section: str | None
+    page: int | None
+    start_line: int | None
+    end_line: int | None
+    token_count: int | None
+    chars: int
+    status: dict[str, str | None] = Field(description="dense, bm25, sparse -> PENDING/INDEXING/SUCCESS/FAILED or null.")
+    attempts: int
+    last_error: str | None
+    preview: str = Field(description="The first characters of its text, whitespace collapsed.")
+
+
+class DocumentDetailOut(BaseModel):
+    """``GET /v1/documents/{doc_id}`` (``ragindex docs show --json``)."""
+
+    document: DocumentFields
+    run: RunInfo | None
+    stages: list[StageInfo] = Field(description="loading, chunking, dense, bm25, sparse, in order.")
+    counts: dict[str, dict[str, dict[str, int]]] = Field(
+        description="Live rows per unit (chunk, section), vector kind and status."
+    )
+    chunks: list[ChunkInfo] | None = Field(description="Every chunk and section, when asked with `chunks=true`.")
+
+
+class JobSummary(BaseModel):
+    """A job as ``GET /v1/jobs`` lists it (``GET /v1/jobs/{job_id}`` adds progress, runs and the report)."""
+
+    job_id: str
+    kind: str
+    status: JobStatus
+    set_id: int
+    files: list[str] = Field(description="File names of the upload.")
+    created_at: str | None
+    started_at: str | None
+    finished_at: str | None
+    error: str | None
+
+
+class JobPageOut(BaseModel):
+    """``GET /v1/jobs``: newest first, and the cursor of the next page (null on the last page)."""
+
+    jobs: list[JobSummary]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; opaque.")
+
+
+class JobCancelOut(BaseModel):
+    """``DELETE /v1/jobs/{job_id}``: `cancelled` at once for a queued job, `cancelling` for a running one."""
+
+    job_id: str
+    status: JobStatus

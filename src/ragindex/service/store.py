@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import and_, insert, or_, select, update
 
 from ragindex.clock import utcnow
 from ragindex.errors import NotFoundError
@@ -69,8 +69,13 @@ class JobStore(Protocol):
         finished: bool = False,
         report: Mapping[str, Any] | None = None,
         error: str | None = None,
-    ) -> None:
-        """Move a job to ``status``, stamping its start or end, with its report and error."""
+        expected: Sequence[str] | None = None,
+    ) -> bool:
+        """Move a job to ``status``, stamping its start or end, with its report and error.
+
+        With ``expected``, only a job whose status is one of them moves (a compare-and-set: a cancel and the
+        job's own progress never overwrite each other). Returns whether the job moved.
+        """
         ...
 
     def get_job(self, job_id: str, *, user_id: int | None = None) -> JobRow:
@@ -79,6 +84,17 @@ class JobStore(Protocol):
 
     def jobs_with_status(self, statuses: Sequence[str]) -> list[JobRow]:
         """Jobs in any of ``statuses``, oldest first."""
+        ...
+
+    def list_jobs(
+        self,
+        *,
+        user_id: int | None = None,
+        status: str | None = None,
+        before: tuple[datetime, str] | None = None,
+        limit: int = 100,
+    ) -> list[JobRow]:
+        """Jobs newest first (created_at, then job_id, descending), those after the key ``before`` only."""
         ...
 
 
@@ -151,7 +167,8 @@ class SqlServiceStore(SqlCore):
         finished: bool = False,
         report: Mapping[str, Any] | None = None,
         error: str | None = None,
-    ) -> None:
+        expected: Sequence[str] | None = None,
+    ) -> bool:
         """See :meth:`JobStore.set_job_status`."""
         values: dict[str, Any] = {"status": status, "error": error[:4000] if error else None}
         if started:
@@ -160,8 +177,12 @@ class SqlServiceStore(SqlCore):
             values["finished_at"] = utcnow()
         if report is not None:
             values["report"] = dict(report)
+        cond = [schema.jobs.c.job_id == job_id]
+        if expected is not None:
+            cond.append(schema.jobs.c.status.in_(list(expected)))
         with self._tx() as conn:
-            conn.execute(update(schema.jobs).where(schema.jobs.c.job_id == job_id).values(**values))
+            result = conn.execute(update(schema.jobs).where(*cond).values(**values))
+        return bool(result.rowcount)
 
     def get_job(self, job_id: str, *, user_id: int | None = None) -> JobRow:
         """See :meth:`JobStore.get_job`."""
@@ -178,6 +199,28 @@ class SqlServiceStore(SqlCore):
         """See :meth:`JobStore.jobs_with_status`."""
         t = schema.jobs.c
         query = select(schema.jobs).where(t.status.in_(list(statuses))).order_by(t.created_at, t.job_id)
+        with self._tx() as conn:
+            return [_job_row(r._mapping) for r in conn.execute(query)]
+
+    def list_jobs(
+        self,
+        *,
+        user_id: int | None = None,
+        status: str | None = None,
+        before: tuple[datetime, str] | None = None,
+        limit: int = 100,
+    ) -> list[JobRow]:
+        """See :meth:`JobStore.list_jobs` (keyset pagination on the ``ix_jobs_tenant`` index)."""
+        t = schema.jobs.c
+        cond = []
+        if user_id is not None:
+            cond.append(t.user_id == user_id)
+        if status is not None:
+            cond.append(t.status == status)
+        if before is not None:
+            created, job_id = before
+            cond.append(or_(t.created_at < created, and_(t.created_at == created, t.job_id < job_id)))
+        query = select(schema.jobs).where(*cond).order_by(t.created_at.desc(), t.job_id.desc()).limit(limit)
         with self._tx() as conn:
             return [_job_row(r._mapping) for r in conn.execute(query)]
 

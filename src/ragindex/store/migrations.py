@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
-from sqlalchemy import Connection, Engine, inspect, select, text
+from sqlalchemy import Connection, Engine, Table, inspect, select, text
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from ragindex.clock import utcnow
@@ -73,11 +73,8 @@ def m005_sections_and_context(conn: Connection) -> None:
     ``chunks.unit`` and ``chunks.section_id`` (sections), ``chunks.context`` (the context line indexed in front
     of the text) and ``documents.chunking_fingerprint`` (re-chunk when the chunking settings change).
     """
-    inspector = _add_missing_columns(
-        conn, {"chunks": ("unit", "section_id", "context"), "documents": ("chunking_fingerprint",)}
-    )
-    if "ix_chunks_section" not in {i["name"] for i in inspector.get_indexes("chunks")}:
-        next(i for i in schema.chunks.indexes if i.name == "ix_chunks_section").create(conn)
+    _add_missing_columns(conn, {"chunks": ("unit", "section_id", "context"), "documents": ("chunking_fingerprint",)})
+    _create_missing_index(conn, schema.chunks, "ix_chunks_section")
 
 
 def m006_claim_owners(conn: Connection) -> None:
@@ -86,8 +83,33 @@ def m006_claim_owners(conn: Connection) -> None:
     _add_missing_columns(conn, {"pipeline_runs": ("owner_id",)})
 
 
-def _add_missing_columns(conn: Connection, columns: dict[str, tuple[str, ...]]) -> Any:
-    """Add the ``schema.py`` columns named per table that the table lacks; return the inspector."""
+def m008_document_stages(conn: Connection) -> None:
+    """Inspection: the loading stage of a run and the index behind pages of a tenant's documents.
+
+    ``pipeline_runs.loading_status`` and ``loading_ms`` (NULL on older runs), and ``ix_documents_pages``
+    (user_id, doc_id): a page is a range scan of it instead of a sort of every document of the tenant.
+    """
+    _add_missing_columns(conn, {"pipeline_runs": ("loading_status", "loading_ms")})
+    _create_missing_index(conn, schema.documents, "ix_documents_pages")
+
+
+def m009_reconciler_lock(conn: Connection) -> None:
+    """The ``reconciler`` table (the reconciler's totals and, on SQLite, its lease row) and the purge scan's index.
+
+    Without ``ix_chunks_unpurged`` every pass would read the whole chunks table to find REMOVED rows not yet purged.
+    """
+    schema.reconciler.create(conn, checkfirst=True)
+    _create_missing_index(conn, schema.chunks, "ix_chunks_unpurged")
+
+
+def _create_missing_index(conn: Connection, table: Table, name: str) -> None:
+    """Create index ``name`` of ``schema.py``'s ``table`` unless the database has it."""
+    if name not in {i["name"] for i in inspect(conn).get_indexes(table.name)}:
+        next(i for i in table.indexes if i.name == name).create(conn)
+
+
+def _add_missing_columns(conn: Connection, columns: dict[str, tuple[str, ...]]) -> None:
+    """``ALTER TABLE ... ADD COLUMN`` each column of ``schema.py`` named in ``columns`` that the table lacks."""
     inspector = inspect(conn)
     for table_name, names in columns.items():
         table = schema.metadata.tables[table_name]
@@ -100,17 +122,6 @@ def _add_missing_columns(conn: Connection, columns: dict[str, tuple[str, ...]]) 
                 default = f" DEFAULT '{value}'" if value is not None else ""
                 null = "" if column.nullable else " NOT NULL"
                 conn.execute(text(f"ALTER TABLE {table_name} ADD COLUMN {name} {ddl}{default}{null}"))
-    return inspector
-
-
-def m009_reconciler_lock(conn: Connection) -> None:
-    """The ``reconciler`` table (the reconciler's totals and, on SQLite, its lease row) and the purge scan's index.
-
-    Without ``ix_chunks_unpurged`` every pass would read the whole chunks table to find REMOVED rows not yet purged.
-    """
-    schema.reconciler.create(conn, checkfirst=True)
-    if "ix_chunks_unpurged" not in {i["name"] for i in inspect(conn).get_indexes("chunks")}:
-        next(i for i in schema.chunks.indexes if i.name == "ix_chunks_unpurged").create(conn)
 
 
 # The truth store's steps. The HTTP service's tables (jobs, API keys) have their own steps in
@@ -120,6 +131,7 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("m002_mysql_exact_keys_and_times", m002_mysql_exact_keys_and_times),
     ("m005_sections_and_context", m005_sections_and_context),
     ("m006_claim_owners", m006_claim_owners),
+    ("m008_document_stages", m008_document_stages),
     ("m009_reconciler_lock", m009_reconciler_lock),
 )
 

@@ -70,11 +70,12 @@ class DocumentStore(Protocol):
         job_id: str | None,
         chunking_ms: float,
         unit_kinds: Mapping[str, Iterable[str]] | None = None,
+        loading_ms: float | None = None,
     ) -> tuple[int, int, ChunkDiff]:
         """Record a document version, its chunk and section diff and its run in one transaction.
 
         ``unit_kinds``: the vector kinds of each unit's new rows (default: ``kinds`` for every row).
-        Returns (doc_id, run_id, diff).
+        The run's loading and chunking stages are SUCCESS with their durations. Returns (doc_id, run_id, diff).
         """
         ...
 
@@ -94,6 +95,18 @@ class DocumentStore(Protocol):
         self, *, user_id: int | None = None, set_id: int | None = None, include_removed: bool = False
     ) -> list[DocumentRow]:
         """Documents, optionally of one tenant/set, ordered by doc_id."""
+        ...
+
+    def document_page(
+        self,
+        *,
+        user_id: int | None = None,
+        set_id: int | None = None,
+        status: str | None = None,
+        after: int = 0,
+        limit: int = 100,
+    ) -> list[DocumentRow]:
+        """ACTIVE documents after doc_id ``after`` (of a tenant, set, status if given) by doc_id, at most ``limit``."""
         ...
 
     def find_documents_under(self, user_id: int, set_id: int, prefix: str) -> list[DocumentRow]:
@@ -139,8 +152,15 @@ class RunStore(Protocol):
         """Close a run as SUCCESS or FAILED (with the failed stage and where to resume)."""
         ...
 
-    def runs(self, *, doc_id: int | None = None, job_id: str | None = None, status: str | None = None) -> list[RunRow]:
-        """Pipeline runs, newest first."""
+    def runs(
+        self,
+        *,
+        doc_id: int | None = None,
+        job_id: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+    ) -> list[RunRow]:
+        """Pipeline runs, newest first (at most ``limit``)."""
         ...
 
     def latest_runs(self, status: str | None = None) -> list[RunRow]:
@@ -198,6 +218,10 @@ class ChunkStore(Protocol):
         self, doc_id: int, *, include_removed: bool = False, unit: str | None = Unit.CHUNK
     ) -> list[ChunkRow]:
         """A document's chunks in order (its sections with ``unit="section"``, every row with ``unit=None``)."""
+        ...
+
+    def document_chunk_counts(self, doc_id: int) -> dict[str, dict[str, dict[str, int]]]:
+        """Per unit, vector kind and status: how many ACTIVE rows of a document (kinds a unit lacks are absent)."""
         ...
 
     def section_chunks(self, section_ids: Sequence[str]) -> dict[str, list[ChunkRow]]:

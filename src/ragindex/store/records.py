@@ -157,6 +157,7 @@ class RunRow:
     started_at: datetime
     finished_at: datetime | None
     owner_id: str | None = None
+    total_ms: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -81,6 +81,7 @@ documents = Table(
     UniqueConstraint("user_id", "set_id", "source_key", name="uq_documents_source"),
     Index("ix_documents_file", "user_id", "set_id", "file_key"),
     Index("ix_documents_tenant", "user_id", "set_id", "lifecycle_status"),
+    Index("ix_documents_pages", "user_id", "doc_id"),  # m008: a tenant's documents in doc_id order, page by page
     **TABLE_OPTIONS,
 )
 
@@ -136,6 +137,7 @@ pipeline_runs = Table(
     Column("doc_id", BigInteger, nullable=False),
     Column("job_id", String(64)),
     Column("status", String(16), nullable=False),
+    Column("loading_status", String(16)),  # m008: NULL on runs recorded before it
     Column("chunking_status", String(16), nullable=False),
     Column("dense_status", String(16), nullable=False),
     Column("bm25_status", String(16), nullable=False),
@@ -143,6 +145,7 @@ pipeline_runs = Table(
     Column("failed_stage", String(16)),
     Column("recover_from_stage", String(16)),
     Column("chunk_count", Integer, nullable=False, default=0),
+    Column("loading_ms", Float),  # m008
     Column("chunking_ms", Float),
     Column("dense_ms", Float),
     Column("bm25_ms", Float),

@@ -1,19 +1,21 @@
-"""Uploads (an ingest job per request), the documents of a set, deleting a document."""
+"""Uploads (an ingest job per request), listing and showing documents, deleting a document."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, UploadFile
+from fastapi import APIRouter, File, Query, UploadFile
 from fastapi import Path as PathParam
 from starlette.concurrency import run_in_threadpool
 
 from ragindex.errors import NotFoundError, ValidationError
+from ragindex.paging import DEFAULT_LIMIT, MAX_LIMIT
+from ragindex.pipeline.inspection import document_summary
 from ragindex.service import uploads
 from ragindex.service.deps import CallerDep, StateDep
 from ragindex.service.job_state import JobState
-from ragindex.service.schemas import MAX_ID, JobAccepted
+from ragindex.service.schemas import MAX_ID, DocStatus, DocumentDetailOut, DocumentPageOut, JobAccepted
 from ragindex.store.records import DocumentRow
 from ragindex.store.states import Lifecycle
 
@@ -50,21 +52,6 @@ async def upload_documents(
     return JobAccepted(job_id=job_id, status=JobState.QUEUED, files=names)
 
 
-def _document(doc: DocumentRow) -> dict[str, Any]:
-    return {
-        "doc_id": doc.doc_id,
-        "set_id": doc.set_id,
-        "filename": doc.filename,
-        "source": doc.source_uri,
-        "status": doc.status,
-        "error": doc.error,
-        "chunk_count": doc.chunk_count,
-        "size": doc.size,
-        "parser": doc.parser,
-        "updated_at": doc.updated_at.isoformat(),
-    }
-
-
 @router.get("/sets")
 def list_sets(state: StateDep, caller: CallerDep) -> dict[str, Any]:
     """The sets of the key's tenant that hold documents, with their document count per status."""
@@ -80,7 +67,33 @@ def list_sets(state: StateDep, caller: CallerDep) -> dict[str, Any]:
 def list_documents(set_id: SetIdPath, state: StateDep, caller: CallerDep) -> dict[str, Any]:
     """The set's documents with their processing status (SUCCESS, FAILED, PROCESSING)."""
     docs = state.engine.store.list_documents(user_id=caller.user_id, set_id=set_id)
-    return {"set_id": set_id, "documents": [_document(d) for d in docs]}
+    return {"set_id": set_id, "documents": [document_summary(d) for d in docs]}
+
+
+@router.get("/documents", response_model=DocumentPageOut)
+def documents_page(
+    state: StateDep,
+    caller: CallerDep,
+    set_id: Annotated[int | None, Query(gt=0, le=MAX_ID, description="Only this set.")] = None,
+    status: Annotated[DocStatus | None, Query(description="Only documents with this status.")] = None,
+    cursor: Annotated[str | None, Query(max_length=512, description="`next_cursor` of the previous page.")] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="Most documents per page.")] = DEFAULT_LIMIT,
+) -> DocumentPageOut:
+    """The key's tenant's documents by id, a page at a time (FAILED ones carry their error)."""
+    page = state.engine.documents(user_id=caller.user_id, set_id=set_id, status=status, cursor=cursor, limit=limit)
+    return DocumentPageOut.model_validate(page.to_dict())
+
+
+@router.get("/documents/{doc_id}", response_model=DocumentDetailOut)
+def get_document(
+    doc_id: Annotated[int, PathParam(gt=0, le=MAX_ID)],
+    state: StateDep,
+    caller: CallerDep,
+    chunks: Annotated[bool, Query(description="Also list every chunk and section with its statuses.")] = False,
+) -> DocumentDetailOut:
+    """A document of the key's tenant: its fields, the stages of its last run, its chunk counts (and chunks)."""
+    detail = state.engine.document(doc_id, user_id=caller.user_id, chunks=chunks)
+    return DocumentDetailOut.model_validate(detail.to_dict())
 
 
 @router.delete("/documents/{doc_id}")

@@ -1,4 +1,4 @@
-"""Job status: queued / running / succeeded / failed, per-document stage progress, the ingest report."""
+"""Jobs of the key's tenant: the list (newest first), one job with its progress, runs and report, and cancelling."""
 
 from __future__ import annotations
 
@@ -6,20 +6,70 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query, Response
 from fastapi import Path as PathParam
 
+from ragindex.errors import ValidationError
+from ragindex.paging import DEFAULT_LIMIT, MAX_LIMIT, decode_cursor, encode_cursor
+from ragindex.service.cancel import request_cancel
 from ragindex.service.deps import CallerDep, StateDep
+from ragindex.service.job_state import JobState
+from ragindex.service.schemas import JobCancelOut, JobPageOut, JobStatus
+from ragindex.service.store import JobRow
 
 router = APIRouter(prefix="/v1", tags=["jobs"])
+JobIdPath = Annotated[str, PathParam(max_length=64)]
 
 
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
+def job_summary(job: JobRow) -> dict[str, Any]:
+    """A job's own fields (what ``GET /v1/jobs`` lists)."""
+    return {
+        "job_id": job.job_id,
+        "kind": job.kind,
+        "status": job.status,
+        "set_id": job.set_id,
+        "files": [Path(f).name for f in job.files],
+        "created_at": _iso(job.created_at),
+        "started_at": _iso(job.started_at),
+        "finished_at": _iso(job.finished_at),
+        "error": job.error,
+    }
+
+
+@router.get("/jobs", response_model=JobPageOut)
+def list_jobs(
+    state: StateDep,
+    caller: CallerDep,
+    status: Annotated[JobStatus | None, Query(description="Only jobs in this state.")] = None,
+    cursor: Annotated[str | None, Query(max_length=512, description="`next_cursor` of the previous page.")] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="Most jobs per page.")] = DEFAULT_LIMIT,
+) -> JobPageOut:
+    """The key's tenant's jobs, newest first, a page at a time."""
+    before = _job_key(cursor) if cursor else None
+    rows = state.store.list_jobs(user_id=caller.user_id, status=status, before=before, limit=limit + 1)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    next_cursor = encode_cursor("jobs", [rows[-1].created_at.isoformat(), rows[-1].job_id]) if more else None
+    return JobPageOut.model_validate({"jobs": [job_summary(j) for j in rows], "next_cursor": next_cursor})
+
+
+def _job_key(cursor: str) -> tuple[datetime, str]:
+    key = decode_cursor("jobs", cursor)
+    try:
+        created, job_id = key
+        return datetime.fromisoformat(created), str(job_id)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(
+            "cursor", "not a cursor of the jobs listing; pass the next_cursor of its last page"
+        ) from exc
+
+
 @router.get("/jobs/{job_id}")
-def get_job(job_id: Annotated[str, PathParam(max_length=64)], state: StateDep, caller: CallerDep) -> dict[str, Any]:
+def get_job(job_id: JobIdPath, state: StateDep, caller: CallerDep) -> dict[str, Any]:
     """A job of the key's tenant: status, live progress, each document's pipeline run, and the report when done."""
     job = state.store.get_job(job_id, user_id=caller.user_id)
     runs = [
@@ -36,16 +86,27 @@ def get_job(job_id: Annotated[str, PathParam(max_length=64)], state: StateDep, c
         for r in reversed(state.engine.store.runs(job_id=job_id))
     ]
     return {
-        "job_id": job.job_id,
-        "kind": job.kind,
-        "status": job.status,
-        "set_id": job.set_id,
-        "files": [Path(f).name for f in job.files],
-        "created_at": _iso(job.created_at),
-        "started_at": _iso(job.started_at),
-        "finished_at": _iso(job.finished_at),
-        "error": job.error,
+        **job_summary(job),
         "progress": state.jobs.progress(job_id),
         "runs": runs,
         "report": job.report,
     }
+
+
+@router.delete(
+    "/jobs/{job_id}",
+    response_model=JobCancelOut,
+    responses={
+        202: {"model": JobCancelOut, "description": "Running: it stops at its next file or batch boundary."},
+        409: {"description": "The job already succeeded or failed."},
+    },
+)
+def cancel_job(job_id: JobIdPath, state: StateDep, caller: CallerDep, response: Response) -> JobCancelOut:
+    """Cancel a queued job (200, `cancelled`) or a running one (202, `cancelling`; poll it until `cancelled`).
+
+    A cancelled ingest keeps what it committed: documents whose copies were all written stay searchable, the
+    others are FAILED with the reason and their unfinished chunks wait for the set's next ingest or a repair.
+    """
+    job = request_cancel(state.store, job_id, user_id=caller.user_id)
+    response.status_code = 202 if job.status == JobState.CANCELLING else 200
+    return JobCancelOut(job_id=job.job_id, status=JobState(job.status))

@@ -82,6 +82,21 @@ class SqlChunkReads(SqlCore):
                 chunk_row(r._mapping) for r in conn.execute(select(schema.chunks).where(*cond).order_by(CH.chunk_index))
             ]
 
+    def document_chunk_counts(self, doc_id: int) -> dict[str, dict[str, dict[str, int]]]:
+        """Per unit, vector kind and status: how many ACTIVE rows of a document (kinds a unit lacks are absent)."""
+        out: dict[str, dict[str, dict[str, int]]] = {}
+        with self._tx() as conn:
+            for kind in KINDS:
+                groups = (CH.unit, status_col(kind))
+                query = (
+                    select(*groups, func.count())
+                    .where(CH.doc_id == doc_id, CH.lifecycle_status == Lifecycle.ACTIVE, status_col(kind).is_not(None))
+                    .group_by(*groups)
+                )
+                for unit, status, n in conn.execute(query):
+                    out.setdefault(str(unit), {}).setdefault(kind, {})[str(status)] = int(n)
+        return out
+
     def section_chunks(self, section_ids: Sequence[str]) -> dict[str, list[ChunkRow]]:
         """section_id -> its ACTIVE chunks in document order (sections without live chunks are absent)."""
         out: dict[str, list[ChunkRow]] = {}

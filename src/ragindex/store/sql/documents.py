@@ -101,11 +101,12 @@ class SqlDocuments(SqlCore):
         job_id: str | None,
         chunking_ms: float,
         unit_kinds: Mapping[str, Iterable[str]] | None = None,
+        loading_ms: float | None = None,
     ) -> tuple[int, int, ChunkDiff]:
         """Record a document version, its chunks (diffed by content hash) and its run, in ONE transaction.
 
         This is the ingest's hot path: one round trip per changed document instead of five. The run is
-        opened with its chunking stage SUCCESS and the index stages PENDING (SKIPPED when disabled).
+        opened with its loading and chunking stages SUCCESS and the index stages PENDING (SKIPPED when disabled).
         ``unit_kinds`` gives the vector kinds of each unit's new rows (sections: the lexical kinds, chunks: dense);
         by default every row gets ``kinds``. Returns (doc_id, run_id, diff).
         """
@@ -130,7 +131,13 @@ class SqlDocuments(SqlCore):
             conn.execute(
                 update(schema.pipeline_runs)
                 .where(RUN.run_id == run_id)
-                .values(chunking_status=RunStatus.SUCCESS, chunking_ms=chunking_ms, chunk_count=len(drafts))
+                .values(
+                    loading_status=RunStatus.SUCCESS,
+                    loading_ms=loading_ms,
+                    chunking_status=RunStatus.SUCCESS,
+                    chunking_ms=chunking_ms,
+                    chunk_count=len(drafts),
+                )
             )
         return doc_id, run_id, diff
 
@@ -170,16 +177,31 @@ class SqlDocuments(SqlCore):
         self, *, user_id: int | None = None, set_id: int | None = None, include_removed: bool = False
     ) -> list[DocumentRow]:
         """Documents, optionally of one tenant/set, ordered by doc_id."""
-        cond = []
-        if user_id is not None:
-            cond.append(DOC.user_id == user_id)
-        if set_id is not None:
-            cond.append(DOC.set_id == set_id)
-        if not include_removed:
-            cond.append(DOC.lifecycle_status == Lifecycle.ACTIVE)
+        cond = _document_filter(user_id, set_id, include_removed=include_removed)
         with self._tx() as conn:
             rows = conn.execute(select(schema.documents).where(*cond).order_by(DOC.doc_id)).all()
         return [doc_row(r._mapping) for r in rows]
+
+    def document_page(
+        self,
+        *,
+        user_id: int | None = None,
+        set_id: int | None = None,
+        status: str | None = None,
+        after: int = 0,
+        limit: int = 100,
+    ) -> list[DocumentRow]:
+        """ACTIVE documents after doc_id ``after`` (of a tenant, set, status when given) by doc_id, at most ``limit``.
+
+        Keyset pagination: a page starts after the last doc_id of the previous one, so documents added or
+        removed meanwhile never shift a page, and every page costs one index range scan.
+        """
+        cond = [*_document_filter(user_id, set_id, include_removed=False), DOC.doc_id > after]
+        if status is not None:
+            cond.append(DOC.status == status)
+        query = select(schema.documents).where(*cond).order_by(DOC.doc_id).limit(limit)
+        with self._tx() as conn:
+            return [doc_row(r._mapping) for r in conn.execute(query)]
 
     def find_documents_under(self, user_id: int, set_id: int, prefix: str) -> list[DocumentRow]:
         """ACTIVE documents whose file lies under the directory or file ``prefix`` (a source sync's scope)."""
@@ -204,6 +226,17 @@ class SqlDocuments(SqlCore):
                 .values(lifecycle_status=Lifecycle.REMOVED, updated_at=now)
             )
         return ids
+
+
+def _document_filter(user_id: int | None, set_id: int | None, *, include_removed: bool) -> list[Any]:
+    cond: list[Any] = []
+    if user_id is not None:
+        cond.append(DOC.user_id == user_id)
+    if set_id is not None:
+        cond.append(DOC.set_id == set_id)
+    if not include_removed:
+        cond.append(DOC.lifecycle_status == Lifecycle.ACTIVE)
+    return cond
 
 
 def _document_values(doc: NewDocument, status: str, now: datetime) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from ragindex.store.records import ChunkRow, DocumentRow, IndexMeta, OwnerRow, RunRow
 
-RUN_STAGES = ("chunking", "dense", "bm25", "sparse")
+RUN_STAGES = ("loading", "chunking", "dense", "bm25", "sparse")
 _R = TypeVar("_R")
 
 

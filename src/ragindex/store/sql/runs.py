@@ -121,8 +121,15 @@ class SqlRuns(SqlCore):
                 )
             )
 
-    def runs(self, *, doc_id: int | None = None, job_id: str | None = None, status: str | None = None) -> list[RunRow]:
-        """Pipeline runs, newest first."""
+    def runs(
+        self,
+        *,
+        doc_id: int | None = None,
+        job_id: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+    ) -> list[RunRow]:
+        """Pipeline runs, newest first (at most ``limit``)."""
         cond = []
         if doc_id is not None:
             cond.append(RUN.doc_id == doc_id)
@@ -131,7 +138,8 @@ class SqlRuns(SqlCore):
         if status is not None:
             cond.append(RUN.status == status)
         with self._tx() as conn:
-            rows = conn.execute(select(schema.pipeline_runs).where(*cond).order_by(RUN.run_id.desc())).all()
+            query = select(schema.pipeline_runs).where(*cond).order_by(RUN.run_id.desc())
+            rows = conn.execute(query if limit is None else query.limit(limit)).all()
         return [run_row(r._mapping) for r in rows]
 
     def latest_runs(self, status: str | None = None) -> list[RunRow]:
@@ -157,6 +165,7 @@ def insert_run(
             doc_id=doc_id,
             job_id=job_id,
             status=RunStatus.PROCESSING,
+            loading_status=RunStatus.PENDING,
             chunking_status=RunStatus.PENDING,
             dense_status=RunStatus.PENDING,
             bm25_status=pending_if_enabled(VectorKind.BM25),

@@ -860,7 +860,13 @@ class TruthStoreContract:
         r2 = store.start_run(d2, job_id="job-1", sparse=True, bm25=False)
         run = store.runs(doc_id=d2)[0]
         assert run.run_id == r2 and run.status == "PROCESSING" and run.finished_at is None
-        assert run.stages == {"chunking": "PENDING", "dense": "PENDING", "bm25": "SKIPPED", "sparse": "PENDING"}
+        assert run.stages == {
+            "loading": "PENDING",
+            "chunking": "PENDING",
+            "dense": "PENDING",
+            "bm25": "SKIPPED",
+            "sparse": "PENDING",
+        }
 
         store.set_stage(r1, Stage.CHUNKING, RunStatus.SUCCESS, duration_ms=1.5, chunk_count=3)
         store.set_stage(r1, Stage.DENSE, RunStatus.FAILED, duration_ms=20.25)
