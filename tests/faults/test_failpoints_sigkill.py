@@ -5,7 +5,8 @@ and the embedding cache warmed with the real model's vectors, so the subprocess 
 10 s model load but still passes every failpoint), runs the real CLI with
 ``RAGINDEX_FAILPOINTS="<point>=kill"`` and requires exit by SIGKILL (-9). The test then opens an
 Engine on the same data dir (the dead process's Edge WAL lock must be gone), checks that the
-crash left work behind, runs ``repair(stale_seconds=0)`` and asserts :func:`faultkit.assert_converged`;
+crash left work behind, runs ``repair()`` with the default settings (the dead owner is proven gone by
+the embedded index lock: no stale timeout is shortened) and asserts :func:`faultkit.assert_converged`;
 after a killed ingest, a plain re-run must finish the corpus. Repair itself is killed too (while
 purging, while indexing), and the next repair must still converge.
 """
@@ -112,12 +113,12 @@ def test_sigkill_then_repair_converges(tmp_path: Path, operation: str, point: st
             assert engine.store.get_chunks([target.chunk_id])[0].lifecycle_status == "REMOVED"
             hits = engine.search("ATP synthase turbine protons membrane", user_id=1, set_id=1, mode="bm25").hits
             assert target.chunk_id not in {h.chunk_id for h in hits}  # no ghost hit while unpurged
-        dry = engine.repair(dry_run=True, stale_seconds=0)
+        dry = engine.repair(dry_run=True)
         assert dry.found > 0, dry.to_dict()
         if operation in ("ingest", "reingest"):  # the dead ingest's runs: stuck at once, its owner is gone
             assert dry.stuck_runs > 0 and engine.repair(dry_run=True).stuck_runs == dry.stuck_runs
 
-        report = engine.repair(stale_seconds=0)
+        report = engine.repair()
         assert report.ok, report.to_dict()
         assert_converged(engine, versions, skip_docs=skip)
         if operation == "update_chunk":
@@ -143,7 +144,7 @@ def test_sigkill_with_the_model_loading_and_encoding(tmp_path: Path) -> None:
         # the vectors computed before the kill were committed to the embedding cache
         cached = engine.store.cached_vectors(engine.dense.cache_key, [c.content_hash for c in chunks])
         assert len(cached) == len({c.content_hash for c in chunks})
-        engine.repair(stale_seconds=0)
+        engine.repair()
         assert_converged(engine, versions, files=list(CORPUS))
 
 
@@ -159,7 +160,7 @@ def test_sigkill_in_the_sparse_stage(tmp_path: Path, tiny_bge_m3: Path) -> None:
     with Engine(settings(data, **extra)) as engine:
         sections = all_chunks(engine, unit="section")  # learned sparse is written onto the section points
         assert {(c.dense_status, c.bm25_status, c.sparse_status) for c in sections} == {(None, "SUCCESS", "INDEXING")}
-        engine.repair(stale_seconds=0)
+        engine.repair()
         assert_converged(engine, versions, files=list(CORPUS))
 
 
@@ -186,8 +187,8 @@ def test_sigkill_during_repair_then_repair_again_converges(tmp_path: Path, point
         assert engine.store.removed_unpurged()
     _killed(run_cli(data, ["repair", "--json"], f"{point}=kill", extra_env=env))
     with Engine(settings(data, **layout)) as engine:
-        assert engine.repair(dry_run=True, stale_seconds=0).found > 0
-        report = engine.repair(stale_seconds=0)
+        assert engine.repair(dry_run=True).found > 0
+        report = engine.repair()
         assert report.ok, report.to_dict()
         assert_converged(engine, versions, skip_docs={target.doc_id})
 
@@ -227,7 +228,7 @@ def test_sigkill_between_shard_create_and_its_payload_indexes(tmp_path: Path) ->
     )
     _killed(proc)
     with Engine(settings(data)) as engine:
-        engine.repair(stale_seconds=0)
+        engine.repair()
         assert_converged(engine, versions, files=list(CORPUS))
         collection = engine.read_collection()
         assert collection is not None

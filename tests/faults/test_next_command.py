@@ -4,8 +4,9 @@
 The real CLI ingests a generated corpus with the real model (several claim batches), and the test
 signals it once the truth store shows claims in flight (chunks INDEXING: mid-embedding). Nothing in
 these tests shortens a timeout or a lease: the dead process's claims are released, and its runs closed,
-because the next command holds the embedded index lock, which proves their owner gone. After SIGINT the process itself
-gives its claims back before it exits, so nothing is left INDEXING at all.
+because the next command holds the embedded index lock, which proves their owner gone. After SIGINT or SIGTERM the
+process stops at its next safe point and gives its claims back before it exits (130 / 143), so nothing is left
+INDEXING at all.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ def interrupted_ingest(tmp_path: Path, signum: int) -> tuple[Path, Path, str]:
             proc.kill()
             proc.wait(30)
     assert proc.returncode != 0, f"the ingest finished before the signal: {outcome(proc, log)}"
+    expected = {signal.SIGKILL: -signal.SIGKILL, signal.SIGINT: 130, signal.SIGTERM: 143}[signal.Signals(signum)]
+    assert proc.returncode == expected, outcome(proc, log)
     return corpus, data, url
 
 
@@ -47,8 +50,8 @@ def interrupted_ingest(tmp_path: Path, signum: int) -> tuple[Path, Path, str]:
 @pytest.mark.parametrize("next_command", ["ingest", "repair"])
 def test_the_next_command_converges_without_waiting(tmp_path: Path, signum: int, next_command: str) -> None:
     corpus, data, url = interrupted_ingest(tmp_path, signum)
-    if signum == signal.SIGINT:
-        # Ctrl-C: the process gave back what it had claimed, and its owner row, before it exited
+    if signum in (signal.SIGINT, signal.SIGTERM):
+        # a clean stop: the process gave back what it had claimed, and its owner row, before it exited
         assert indexing(url) == 0
         assert query(url, "SELECT COUNT(*) FROM claim_owners") == [(0,)]
     else:

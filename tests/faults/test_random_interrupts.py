@@ -178,11 +178,11 @@ def test_random_sigkills_during_ingest_always_converge(tmp_path: Path) -> None:
         _, stderr = proc.communicate(timeout=60)
         assert proc.returncode in (0, -signal.SIGKILL), stderr[-2000:]
         with Engine(settings(data)) as engine:
-            left = engine.repair(dry_run=True, stale_seconds=0)  # what the kill left behind (pytest -s shows it)
+            left = engine.repair(dry_run=True)  # what the kill left behind (pytest -s shows it)
             found = {"stale": sum(left.stale.values()), "pending": sum(left.pending.values())}
             found |= {"failed": sum(left.failed_retried.values()), "unpurged": left.unpurged}
             outcomes.append((round(delay, 2), proc.returncode, found))
-            report = engine.repair(stale_seconds=0)
+            report = engine.repair()
             assert report.ok, (outcomes, report.to_dict())
             assert_converged(engine, corpus.versions, phrases=corpus.phrases)
 

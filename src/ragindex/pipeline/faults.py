@@ -5,7 +5,8 @@ subprocess through ``RAGINDEX_FAILPOINTS="dense.after_encode=raise,purge.before_
 ``raise`` raises :class:`InjectedFault`; ``kill`` sends SIGKILL to the current process,
 which is how the suite proves that a crash at that instruction loses nothing; ``crash`` raises
 :class:`InjectedCrash`, an exception outside the ragindex hierarchy, as a bug would; ``stop`` sends
-SIGSTOP (the process freezes there until a SIGCONT, like a paused VM, and then goes on).
+SIGSTOP (the process freezes there until a SIGCONT, like a paused VM, and then goes on); ``sigint`` and
+``sigterm`` send that signal to the process itself (Ctrl-C or a service manager's stop, at that instruction).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ POINTS = (
 )
 
 _armed: dict[str, str] = {}
+_SIGNALS = {"sigint": signal.SIGINT, "sigterm": signal.SIGTERM}
 
 
 class InjectedFault(RagindexError):
@@ -54,7 +56,7 @@ def _from_env() -> dict[str, str]:
 
 
 def arm(name: str, action: str = "raise") -> None:
-    """Arm failpoint ``name`` with ``raise``, ``crash``, ``kill`` or ``stop`` (in this process)."""
+    """Arm failpoint ``name`` in this process with an action: raise, crash, kill, stop, sigint or sigterm."""
     if name not in POINTS:
         raise ValueError(f"unknown failpoint {name!r}; valid: {', '.join(POINTS)}")
     _armed[name] = action
@@ -78,5 +80,8 @@ def hit(name: str) -> None:
         raise InjectedCrash(f"injected crash at {name}")
     if action == "stop":
         os.kill(os.getpid(), signal.SIGSTOP)
+        return
+    if action in _SIGNALS:  # the process's own handler decides (the CLI stops at its next safe point)
+        os.kill(os.getpid(), _SIGNALS[action])
         return
     raise InjectedFault(f"injected fault at {name}", failpoint=name)
