@@ -259,7 +259,8 @@ def test_a_worker_skips_a_cancelled_queued_job_and_stops_a_cancelled_running_one
             assert worker.alive() and time.monotonic() < deadline, worker.output()
             time.sleep(0.1)
         assert request_cancel(store, big, user_id=user).status == "cancelling"
-        events = {m.args[0]["job_id"]: m.args[0] for m in collect_events(broker, queues.results, 2, worker)}
+        messages, _documents = collect_events(broker, queues.results, 2, worker)
+        events = {m.args[0]["job_id"]: m.args[0] for m in messages}
 
         assert store.get_job(small).started_at is None
         assert events[small]["status"] == "failed" and events[small]["error"] == "cancelled by request"
