@@ -9,9 +9,9 @@ so a run that failed and was repaired later shows the failed run next to chunks 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
+from ragindex.clock import iso
 from ragindex.errors import NotFoundError, ValidationError
 from ragindex.paging import DEFAULT_LIMIT, check_limit, decode_cursor, encode_cursor
 from ragindex.store.protocol import TruthStore
@@ -24,10 +24,6 @@ STAGES: tuple[str, ...] = tuple(s.lower() for s in Stage)
 LISTED_STATUSES: tuple[str, ...] = (RunStatus.PROCESSING, RunStatus.SUCCESS, RunStatus.FAILED)
 """The processing statuses a document can have (the filter of a listing)."""
 PREVIEW_CHARS = 120
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
 
 
 def document_summary(doc: DocumentRow) -> dict[str, Any]:
@@ -43,7 +39,7 @@ def document_summary(doc: DocumentRow) -> dict[str, Any]:
         "chunk_count": doc.chunk_count,
         "size": doc.size,
         "parser": doc.parser,
-        "updated_at": _iso(doc.updated_at),
+        "updated_at": iso(doc.updated_at),
     }
 
 
@@ -110,8 +106,8 @@ def _run_dict(run: RunRow) -> dict[str, Any]:
         "status": run.status,
         "failed_stage": run.failed_stage.lower() if run.failed_stage else None,
         "error": run.error,
-        "started_at": _iso(run.started_at),
-        "finished_at": _iso(run.finished_at),
+        "started_at": iso(run.started_at),
+        "finished_at": iso(run.finished_at),
         "total_ms": round(run.total_ms, 1) if run.total_ms is not None else None,
     }
 

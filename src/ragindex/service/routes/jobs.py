@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Response
 from fastapi import Path as PathParam
 
+from ragindex.clock import iso
 from ragindex.errors import ValidationError
 from ragindex.paging import DEFAULT_LIMIT, MAX_LIMIT, decode_cursor, encode_cursor
 from ragindex.service.cancel import request_cancel
@@ -21,10 +22,6 @@ router = APIRouter(prefix="/v1", tags=["jobs"])
 JobIdPath = Annotated[str, PathParam(max_length=64)]
 
 
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
-
-
 def job_summary(job: JobRow) -> dict[str, Any]:
     """A job's own fields (what ``GET /v1/jobs`` lists)."""
     return {
@@ -33,9 +30,9 @@ def job_summary(job: JobRow) -> dict[str, Any]:
         "status": job.status,
         "set_id": job.set_id,
         "files": [Path(f).name for f in job.files],
-        "created_at": _iso(job.created_at),
-        "started_at": _iso(job.started_at),
-        "finished_at": _iso(job.finished_at),
+        "created_at": iso(job.created_at),
+        "started_at": iso(job.started_at),
+        "finished_at": iso(job.finished_at),
         "error": job.error,
     }
 
