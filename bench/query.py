@@ -78,7 +78,7 @@ def build(data_dir: str, count: str) -> None:
     from ragindex.config.settings import Settings
     from ragindex.engine import Engine
 
-    folder = Path(data_dir) / "synthetic-corpus"
+    folder = Path(f"{data_dir}-corpus")  # beside the data dir: ingest refuses files inside one (issue 11)
     synthetic_corpus(folder, int(count), SCIFACT)
     started = time.perf_counter()
     with Engine(Settings(data_dir=Path(data_dir))) as engine:
