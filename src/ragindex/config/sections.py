@@ -95,6 +95,26 @@ class LoadingSettings(SettingsSection):
         description="Seconds one file may take to parse; files are parsed in a child process that is killed and "
         "replaced at the limit. 0: parse in the ingest process, with no limit and no isolation.",
     )
+    ocr: bool = Field(
+        True,
+        description="OCR images (png, jpg, tiff) and pdf pages without a text layer with Tesseract "
+        "(Debian `tesseract-ocr`); a page with a text layer is never OCR'd.",
+    )
+    ocr_languages: str = Field(
+        "en,zh",
+        pattern=r"^\s*[A-Za-z_-]+\s*(,\s*[A-Za-z_-]+\s*)*$",
+        description="OCR languages, comma-separated: `en`, `zh`, `zh-tw`, `ja`, `ko`, `de`, `fr`, `es` or a "
+        "Tesseract name (each needs its Debian `tesseract-ocr-*` package).",
+    )
+    max_pdf_pages: int = Field(
+        2000, ge=1, description="A pdf (or multi-page tiff) with more pages fails alone, before it is parsed."
+    )
+
+    @property
+    def ocr_language_codes(self) -> tuple[str, ...]:
+        """``ocr_languages`` as a tuple of codes."""
+        return tuple(code.strip() for code in self.ocr_languages.split(",") if code.strip())
+
     json_text_fields: list[str] = Field(
         default_factory=lambda: ["title", "text"], description="Record fields joined (blank line) to form the text."
     )

@@ -1,6 +1,6 @@
 """ragindex.loaders layer: a file's bytes -> :class:`~ragindex.types.Document` objects.
 
-Importing this package is cheap: pypdf, BeautifulSoup and python-docx are imported by the
+Importing this package is cheap: pdfplumber, pypdfium2, Pillow, BeautifulSoup and python-docx are imported by the
 loader that needs them, when it loads a file.
 """
 

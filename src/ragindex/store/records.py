@@ -77,6 +77,7 @@ class ChunkRow:
     unit: str = "chunk"
     section_id: str | None = None
     context: str | None = None
+    chunk_type: str = "text"
 
     @property
     def indexed_text(self) -> str:
