@@ -14,7 +14,8 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 # torch first, pinned: 2.13.0 is the CPU build on local disk; an unpinned torch would pull a multi-GB CUDA build.
-$(STAMP): pyproject.toml | $(BIN)/python
+$(STAMP): pyproject.toml scripts/system-packages.sh | $(BIN)/python
+	bash scripts/system-packages.sh
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[dev,server,mysql,postgres,service,eval]'
 	touch $(STAMP)

@@ -228,7 +228,8 @@ def _inside(obj: dict[str, Any], boxes: Sequence[tuple[float, float, float, floa
 
 def _open_error(path: Path, exc: Exception) -> str:
     name = type(exc).__name__
-    if "Password" in name or "Encrypt" in name:
+    causes = " ".join(type(a).__name__ for a in (exc, *exc.args) if isinstance(a, Exception))  # pdfplumber wraps
+    if "Password" in causes or "Encrypt" in causes:
         return f"{path.name}: the pdf is encrypted with a password; decrypt it and ingest it again"
     return f"{path.name}: not a readable pdf ({name}: {exc})"
 
