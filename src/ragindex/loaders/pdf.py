@@ -1,15 +1,15 @@
-"""PDF files: layout-aware text with headings and tables (pdfplumber), OCR for pages without a text layer.
+"""PDF files: layout-aware text with headings and tables, OCR for pages without a text layer.
 
-pdfplumber (MIT, on pdfminer.six) was chosen on the parsing test set (docs/parsing.md): it gives every word with
-its font and box, which is what headings and reading order are read from (:mod:`ragindex.loaders.pdf_layout`),
-and its ruling-line table finder keeps each cell in its row and column. A page whose text layer is empty is
-rendered with pypdfium2 and read by OCR (:mod:`ragindex.loaders.ocr`); a page with a text layer is never OCR'd.
-Both libraries are imported when a pdf is loaded, never at package import.
+Text comes from PDFium (pypdfium2, Apache-2.0/BSD): every run of text with its box and font
+(:mod:`ragindex.loaders.pdf_words`), from which :mod:`ragindex.loaders.pdf_layout` reads lines, paragraphs,
+columns and headings. Ruled tables come from pdfplumber (MIT), only on pages that draw lines, and keep each cell
+in its row and column. A page whose text layer is empty but which shows an image is rendered by PDFium and read by
+OCR (:mod:`ragindex.loaders.ocr`); a page with a text layer is never OCR'd. The choice and its measurements are
+in docs/parsing.md. The libraries are imported when a pdf is loaded, never at package import.
 """
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,7 @@ from ragindex.loaders.pdf_layout import (
     paragraphs_of,
     reading_order,
 )
+from ragindex.loaders.pdf_words import RuledTables, draws_paths, outside, page_words, shows_image
 from ragindex.types import BBox, BlockKind, Document
 
 if TYPE_CHECKING:
@@ -62,19 +63,20 @@ class PdfLoader:
         """Parse ``data`` into a single document whose ``source_uri`` is ``str(path)``.
 
         Raises:
-            DocumentLoadError: The pdf is corrupt, truncated, encrypted with a password, has no pages, or more
-                than ``max_pages``; a page that fails alone becomes a warning.
+            DocumentLoadError: The pdf is corrupt, encrypted with a password, has no pages, or more than
+                ``max_pages``; a page that fails alone becomes a warning, and a truncated file keeps the pages
+                PDFium recovers, with a warning (it fails when none has text).
         """
-        import pdfplumber
+        import pypdfium2
 
         try:
-            pdf = pdfplumber.open(io.BytesIO(data))
-            page_count = len(pdf.pages)
-        # pdfminer signals damage with PDFSyntaxError, PSEOF, ValueError, KeyError, ...; and a password with
-        # PDFPasswordIncorrect: all of them end this file, none the ingest.
-        except Exception as exc:
+            pdf = pypdfium2.PdfDocument(data)
+        except pypdfium2.PdfiumError as exc:
             raise DocumentLoadError(_open_error(path, exc), path=str(path)) from exc
-        with pdf:
+        tables = RuledTables(data)
+        ocr = _PageOcr(self, pdf)
+        try:
+            page_count = len(pdf)
             if page_count == 0:
                 raise DocumentLoadError(f"{path.name}: the pdf has no pages", path=str(path))
             if page_count > self.max_pages:
@@ -84,19 +86,25 @@ class PdfLoader:
                     path=str(path),
                 )
             builder = LayoutBuilder(str(path), self.name)
-            pages = [self._read_page(pdf, number, builder) for number in range(1, page_count + 1)]
+            pages = [self._read_page(pdf, number, tables, builder) for number in range(1, page_count + 1)]
             levels = HeadingLevels(line for page, _ in pages for p in page if p.kind != "table" for line in p.lines)
-            ocr = _PageOcr(self, data, builder)
             for number, (paragraphs, pictured) in enumerate(pages, 1):
                 builder.start_page(number)
                 if not paragraphs and pictured:
-                    ocr.read(number)
+                    ocr.read(number, builder)
                 for paragraph in paragraphs:
                     _emit(builder, paragraph, levels)
-            ocr.close()
-            title = _title(pdf.metadata)
+            title = _title(pdf.get_metadata_dict())
+        finally:
+            tables.close()
+            pdf.close()
         if ocr.skipped:
             builder.warnings.append(f"{ocr.skipped} page(s) without a text layer were skipped: OCR is off")
+        truncated = b"%%EOF" not in data[-2048:]
+        if truncated and builder.empty:
+            raise DocumentLoadError(f"{path.name}: the pdf is truncated and no text could be recovered", path=str(path))
+        if truncated:
+            builder.warnings.append("the pdf is truncated (no %%EOF): its text is what PDFium could recover")
         if builder.empty:
             builder.warnings.append("no extractable text (scanned pdf?)")
         metadata: dict[str, Any] = {"page_count": page_count}
@@ -112,73 +120,62 @@ class PdfLoader:
             self._engine = self.ocr()
         return self._engine
 
-    def _read_page(self, pdf: Any, number: int, builder: LayoutBuilder) -> tuple[list[Paragraph], bool]:
+    @staticmethod
+    def _read_page(pdf: Any, number: int, tables: RuledTables, builder: LayoutBuilder) -> tuple[list[Paragraph], bool]:
         """The page's paragraphs and tables in reading order, and whether it shows an image.
 
         A page without a text layer has no paragraphs; it is OCR'd only when it shows an image (else it is blank).
         """
-        page = pdf.pages[number - 1]
+        page = pdf[number - 1]
+        textpage = None
         try:
-            return self._layout(page), bool(page.images)
+            textpage = page.get_textpage()
+            words = page_words(page, textpage)
+            if not words:
+                return [], shows_image(page)
+            found = tables.find(number) if draws_paths(page) else []
+            words = outside(words, [box for box, _ in found]) if found else words
+            lines, middle = lines_of(words, float(page.get_width()))
+            paragraphs = paragraphs_of(lines, middle)
+            paragraphs += [Paragraph(kind="table", rows=rows, box=box) for box, rows in found]
+            return reading_order(paragraphs, middle), False
         # a damaged content stream costs its page, not the file
         except Exception as exc:
             builder.warnings.append(f"page {number}: text extraction failed ({type(exc).__name__}: {exc})")
             return [], False
         finally:
+            if textpage is not None:
+                textpage.close()
             page.close()
-
-    @staticmethod
-    def _layout(page: Any) -> list[Paragraph]:
-        """One page's paragraphs and tables, in reading order."""
-        tables = [t for t in page.find_tables() if _is_table(t)]
-        boxes = [t.bbox for t in tables]
-        text_page = page.filter(lambda obj: not _inside(obj, boxes)) if boxes else page
-        words = text_page.extract_words(extra_attrs=["size", "fontname"])
-        lines, middle = lines_of(words, float(page.width))
-        paragraphs = paragraphs_of(lines, middle)
-        for table in tables:
-            x0, top, x1, bottom = table.bbox
-            paragraphs.append(Paragraph(kind="table", rows=table.extract(), box=BBox(x0, top, x1, bottom)))
-        return reading_order(paragraphs, middle)
 
 
 class _PageOcr:
-    """Reads pages without a text layer by OCR, opening the pdf for rendering on the first such page."""
+    """Reads pages without a text layer by OCR: the page rendered by PDFium, read by the loader's engine."""
 
-    def __init__(self, loader: PdfLoader, data: bytes, builder: LayoutBuilder) -> None:
+    def __init__(self, loader: PdfLoader, pdf: Any) -> None:
         self.loader = loader
-        self.data = data
-        self.builder = builder
+        self.pdf = pdf
         self.confidences: dict[str, float] = {}
         self.skipped = 0
-        self._document: Any = None
 
-    def read(self, number: int) -> None:
-        """OCR page ``number`` into the builder (the builder is on that page)."""
+    def read(self, number: int, builder: LayoutBuilder) -> None:
+        """OCR page ``number`` into ``builder`` (which is on that page)."""
         engine = self.loader.engine()
         if engine is None:
             self.skipped += 1
             return
-        if self._document is None:
-            import pypdfium2
-
-            self._document = pypdfium2.PdfDocument(self.data)
         dpi = self.loader.ocr_dpi
-        page = self._document[number - 1]
+        page = self.pdf[number - 1]
         try:
             paragraphs = engine.recognize(page.render(scale=dpi / 72, grayscale=True).to_pil())
         except RagindexError as exc:
-            self.builder.warnings.append(f"page {number}: {exc.message}")
+            builder.warnings.append(f"page {number}: {exc.message}")
             return
         finally:
             page.close()
-        add_ocr_paragraphs(self.builder, paragraphs, 72 / dpi)
+        add_ocr_paragraphs(builder, paragraphs, 72 / dpi)
         if paragraphs:
             self.confidences[str(number)] = round(sum(p.confidence for p in paragraphs) / len(paragraphs), 3)
-
-    def close(self) -> None:
-        if self._document is not None:
-            self._document.close()
 
 
 def add_ocr_paragraphs(builder: LayoutBuilder, paragraphs: Sequence[OcrParagraph], scale: float) -> None:
@@ -213,31 +210,14 @@ def _unwrap(lines: Sequence[Line]) -> str:
     return out
 
 
-def _is_table(table: Any) -> bool:
-    rows = table.extract()
-    return len(rows) >= _MIN_TABLE_ROWS and max((len(r) for r in rows), default=0) >= _MIN_TABLE_COLUMNS
-
-
-def _inside(obj: dict[str, Any], boxes: Sequence[tuple[float, float, float, float]]) -> bool:
-    if "x0" not in obj or "top" not in obj:
-        return False
-    x = (float(obj["x0"]) + float(obj["x1"])) / 2
-    y = (float(obj["top"]) + float(obj["bottom"])) / 2
-    return any(x0 <= x <= x1 and top <= y <= bottom for x0, top, x1, bottom in boxes)
-
-
 def _open_error(path: Path, exc: Exception) -> str:
-    name = type(exc).__name__
-    causes = " ".join(type(a).__name__ for a in (exc, *exc.args) if isinstance(a, Exception))  # pdfplumber wraps
-    if "Password" in causes or "Encrypt" in causes:
+    if "password" in str(exc).lower():
         return f"{path.name}: the pdf is encrypted with a password; decrypt it and ingest it again"
-    return f"{path.name}: not a readable pdf ({name}: {exc})"
+    return f"{path.name}: not a readable pdf ({exc})"
 
 
 def _title(metadata: Any) -> str | None:
     value = metadata.get("Title") if isinstance(metadata, dict) else None
-    if isinstance(value, bytes):
-        value = value.decode("utf-8", "replace")
     if not isinstance(value, str) or value.strip().lower() in ("", "untitled"):
         return None
     return value.strip()
