@@ -22,10 +22,30 @@ from typing import Any
 from bench.common import BENCH_DIR, env_int, python_module, ragindex, save_section
 
 PDF_DIR = BENCH_DIR / "pdf"
-WORDS = (
-    "depot volume region quarter fleet driver loading bay pallet gate inspection schedule freight route "
-    "warehouse tonnage capacity forecast shipment manifest terminal dispatch"
-).split()
+WORDS = [
+    "depot",
+    "volume",
+    "region",
+    "quarter",
+    "fleet",
+    "driver",
+    "loading",
+    "bay",
+    "pallet",
+    "gate",
+    "inspection",
+    "schedule",
+    "freight",
+    "route",
+    "warehouse",
+    "tonnage",
+    "capacity",
+    "forecast",
+    "shipment",
+    "manifest",
+    "terminal",
+    "dispatch",
+]
 
 
 def make_report(pages: int, *, stamp: str = "") -> bytes:

@@ -402,7 +402,8 @@ def test_build_registry_passes_record_settings(tmp_path):
 
 
 def test_importing_loaders_does_not_import_heavy_libraries():
-    code = "import sys, ragindex.loaders; print(sorted(m for m in ('pdfplumber', 'pypdfium2', 'PIL', 'bs4', 'docx') if m in sys.modules))"
+    heavy = ('pdfplumber', 'pypdfium2', 'PIL', 'bs4', 'docx')
+    code = f"import sys, ragindex.loaders; print(sorted(m for m in {heavy!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

@@ -124,10 +124,17 @@ def _line_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
 
 
 def _stretches(document: Document) -> list[tuple[int, int, bool]]:
-    """``(start, end, is_table)`` stretches covering the text: every table block alone, the text between."""
+    """``(start, end, is_table)`` stretches covering the text: every table block alone, the text between.
+
+    Text is also cut before every heading, so that a chunk never ends with the heading of the next section (e.g.
+    the next slide's title).
+    """
     out: list[tuple[int, int, bool]] = []
     position = 0
     for block in document.blocks:
+        if block.kind == BlockKind.HEADING and block.start > position:
+            out.append((position, block.start, False))
+            position = block.start
         if block.kind != BlockKind.TABLE:
             continue
         if block.start > position:
