@@ -54,17 +54,17 @@ class XlsxLoader:
                 than ``max_cells`` cells.
         """
         check_package(path, data, "xlsx")
-        import openpyxl
-
-        builder = LayoutBuilder(str(path), self.name)
-        budget = _Budget(path, self.max_cells)
         # openpyxl warns about parts it does not read (data validation, conditional formats, a missing default
         # style): none of them is text, so the warnings are dropped rather than passed on
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return self._read(path, data, openpyxl, builder, budget)
+            return self._read(path, data)
 
-    def _read(self, path: Path, data: bytes, openpyxl: Any, builder: LayoutBuilder, budget: _Budget) -> list[Document]:
+    def _read(self, path: Path, data: bytes) -> list[Document]:
+        import openpyxl
+
+        builder = LayoutBuilder(str(path), self.name)
+        budget = _Budget(path, self.max_cells)
         try:
             workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False)
         except Exception as exc:  # openpyxl signals damage with KeyError, InvalidFileException, lxml errors, ...
