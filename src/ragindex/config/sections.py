@@ -109,6 +109,12 @@ class LoadingSettings(SettingsSection):
     max_pdf_pages: int = Field(
         2000, ge=1, description="A pdf (or multi-page tiff) with more pages fails alone, before it is parsed."
     )
+    max_spreadsheet_cells: int = Field(
+        300_000,
+        ge=1,
+        description="An xlsx workbook with more non-empty cells fails alone, never truncated (300,000 cells is "
+        "~3.5 MB of table text, near `RAGINDEX_MAX_CHUNKS_PER_DOCUMENT`): export a sheet that large to csv or jsonl.",
+    )
 
     @property
     def ocr_language_codes(self) -> tuple[str, ...]:

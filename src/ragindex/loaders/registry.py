@@ -14,16 +14,18 @@ from ragindex.loaders.image import ImageLoader
 from ragindex.loaders.markdown import MarkdownLoader
 from ragindex.loaders.ocr import TesseractOcr
 from ragindex.loaders.pdf import PdfLoader
+from ragindex.loaders.pptx import PptxLoader
 from ragindex.loaders.protocol import Loader
 from ragindex.loaders.records import RecordsLoader
 from ragindex.loaders.text import TextLoader
+from ragindex.loaders.xlsx import XlsxLoader
 
 if TYPE_CHECKING:
     from ragindex.config.sections import LoadingSettings
 
 
 class LoaderRegistry:
-    """Maps lower-cased file suffixes to loaders: text, markdown, pdf, images (OCR), html, docx and json/jsonl records.
+    """Maps lower-cased file suffixes to loaders: text, markdown, pdf, images, html, docx/pptx/xlsx, json/jsonl.
 
     Args:
         text_fields: Record fields that form a record's text (see :class:`RecordsLoader`).
@@ -47,6 +49,8 @@ class LoaderRegistry:
             ImageLoader(ocr=TesseractOcr),
             HtmlLoader(),
             DocxLoader(),
+            PptxLoader(),
+            XlsxLoader(),
             RecordsLoader(text_fields=text_fields, id_field=id_field, metadata_fields=metadata_fields),
         ]
         for loader in (*builtin, *extra):
@@ -91,7 +95,7 @@ class LoaderRegistry:
 
 
 def build_registry(loading: LoadingSettings) -> LoaderRegistry:
-    """The registry configured by ``loading`` (``json_text_fields``, ``json_id_field``, ``json_metadata_fields``).
+    """The registry configured by ``loading`` (record fields, OCR, page and cell limits).
 
     Args:
         loading: The loading section of the settings (``settings.loading``).
@@ -107,5 +111,6 @@ def build_registry(loading: LoadingSettings) -> LoaderRegistry:
         extra=[
             PdfLoader(ocr=ocr, max_pages=loading.max_pdf_pages),
             ImageLoader(ocr=ocr, max_pages=loading.max_pdf_pages),
+            XlsxLoader(max_cells=loading.max_spreadsheet_cells),
         ],
     )
