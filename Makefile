@@ -6,6 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_DIR ?= .ragindex-demo
 QUERY ?= which moon is the largest
+SCAN_QUERY ?= how much paraffin did the lighthouse burn in the fog
 
 .PHONY: install run test test-fast lint typecheck pytest bench clean services
 
@@ -25,6 +26,7 @@ install: $(STAMP)
 run: install
 	$(BIN)/ragindex --data-dir $(DEMO_DIR) ingest examples
 	$(BIN)/ragindex --data-dir $(DEMO_DIR) search "$(QUERY)" --top-k 5
+	$(BIN)/ragindex --data-dir $(DEMO_DIR) search "$(SCAN_QUERY)" --top-k 2
 
 lint: install
 	$(BIN)/ruff check src tests bench scripts

@@ -138,3 +138,22 @@ def test_documents_without_blocks_are_chunked_exactly_as_before() -> None:
     plain = RecursiveChunker(200, 20).chunk(doc)
     assert wrapped == plain
     assert all(d.chunk_type == "text" and not d.metadata for d in wrapped)
+
+
+def test_a_heading_right_above_a_table_travels_with_it_and_text_is_cut_before_headings() -> None:
+    builder = LayoutBuilder("/tmp/h.pdf", "pdf")
+    builder.start_page(1)
+    builder.paragraph("Intro text of the first slide.")
+    builder.heading("Largest moons", 2)
+    builder.table([["Moon", "Planet"], ["Ganymede", "Jupiter"], ["Titan", "Saturn"]])
+    builder.heading("Next slide", 2)
+    builder.paragraph("Closing words.")
+    drafts = build_chunker("recursive").chunk(builder.build())
+    assert [d.text.split("\n")[0] for d in drafts] == [
+        "Intro text of the first slide.",
+        "## Largest moons",
+        "## Next slide",
+    ]
+    assert drafts[1].chunk_type == "table" and "| Titan | Saturn |" in drafts[1].text
+    assert drafts[1].section == "Largest moons"
+    assert all(d.chunk_type != "heading" for d in drafts)

@@ -429,10 +429,15 @@ def test_sample_corpus_loads_cleanly():
     assert [span.page for span in pdf.pages] == [1, 2, 3]
     assert _page_of(pdf, pdf.text.index("Galilean moons")) == 2
     assert _page_of(pdf, pdf.text.index("Kuiper belt")) == 3
+    assert "| Ganymede | Jupiter | 5,268 | 1610 |" in pdf.text  # the ruled table of the largest moons
+    assert _page_of(pdf, pdf.text.index("| Ganymede |")) == 2
+    (scan,) = loaded["lighthouse_log_scan.png"]  # no text layer: read by OCR
+    assert "fog horn was sounded every thirty seconds" in " ".join(scan.text.split())
+    assert scan.metadata["ocr_pages"]["1"] > 0.8
     assert len(loaded["faq.jsonl"]) == 8
     assert "数据质量" in loaded["数据治理.txt"][0].text
     (docx_doc,) = loaded["bicycle_maintenance.docx"]
-    assert "Check brake pads | Monthly" in docx_doc.text
+    assert "| Check brake pads | Monthly |" in docx_doc.text
     (html_doc,) = loaded["coffee_brewing.html"]
     assert "pageViews" not in html_doc.text
     assert "## Grind size" in html_doc.text

@@ -58,8 +58,8 @@ class LayoutChunker:
         texts: dict[int, str] = {}  # span position -> a table piece's text (header + rows)
         counts: list[int | None] = []
         for start, end, table in _stretches(document):
-            if table:
-                for piece_start, piece_end, text in self._table_pieces(document.text, start, end):
+            if table is not None:
+                for piece_start, piece_end, text in self._table_pieces(document.text, start, table, end):
                     if text is not None:
                         texts[len(spans)] = text
                     spans.append((piece_start, piece_end))
@@ -86,19 +86,21 @@ class LayoutChunker:
             )
         return out
 
-    def _table_pieces(self, text: str, start: int, end: int) -> list[tuple[int, int, str | None]]:
-        """``(start, end, text)`` per piece of the table at ``text[start:end]``; text None: the exact slice.
+    def _table_pieces(self, text: str, start: int, table: int, end: int) -> list[tuple[int, int, str | None]]:
+        """``(start, end, text)`` per piece of the table at ``text[table:end]``; text None: the exact slice.
 
-        A row longer than the limit on its own stays one piece (the dense encoder truncates it).
+        ``text[start:table]`` holds the headings right above the table, if any. The headings stay in the
+        first piece only (every piece's section names them). A row longer than the limit
+        on its own stays one piece (the dense encoder truncates it).
         """
         if self.measure(text[start:end]) <= self.limit:
             return [(start, end, None)]
-        lines = _line_spans(text, start, end)
+        lines = _line_spans(text, table, end)
         if len(lines) < 3:  # a header and rule without rows: one (truncated) chunk
             return [(start, end, None)]
         header = text[lines[0][0] : lines[1][1]]
         pieces: list[tuple[int, int, str | None]] = []
-        piece_start, rows = lines[0][0], list[tuple[int, int]]()
+        piece_start, rows = start, list[tuple[int, int]]()
         for row in lines[2:]:
             if rows and self.measure(_with_header(header, text, [*rows, row])) > self.limit:
                 pieces.append((piece_start, rows[-1][1], _with_header(header, text, rows)))
@@ -123,26 +125,33 @@ def _line_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return [s for s in spans if s[1] > s[0]]
 
 
-def _stretches(document: Document) -> list[tuple[int, int, bool]]:
-    """``(start, end, is_table)`` stretches covering the text: every table block alone, the text between.
+def _stretches(document: Document) -> list[tuple[int, int, int | None]]:
+    """``(start, end, table_start)`` stretches covering the text: each table, then the text between them.
 
-    Text is also cut before every heading, so that a chunk never ends with the heading of the next section (e.g.
-    the next slide's title).
+    ``table_start`` is None for text. Text is also cut before every heading, so that a chunk never ends with the
+    heading of the next section (e.g.
+    the next slide's title); headings right above a table travel with it, so that no chunk is a bare heading.
     """
-    out: list[tuple[int, int, bool]] = []
+    out: list[tuple[int, int, int | None]] = []
     position = 0
+    headed = False  # whether [position, here) holds nothing but headings
     for block in document.blocks:
-        if block.kind == BlockKind.HEADING and block.start > position:
-            out.append((position, block.start, False))
-            position = block.start
-        if block.kind != BlockKind.TABLE:
+        if block.kind == BlockKind.HEADING:
+            if block.start > position and not headed:
+                out.append((position, block.start, None))
+                position = block.start
+            headed = True
             continue
-        if block.start > position:
-            out.append((position, block.start, False))
-        out.append((block.start, block.end, True))
-        position = block.end
+        if block.kind != BlockKind.TABLE:
+            headed = False
+            continue
+        if block.start > position and not headed:
+            out.append((position, block.start, None))
+            position = block.start
+        out.append((position, block.end, block.start))
+        position, headed = block.end, False
     if position < len(document.text):
-        out.append((position, len(document.text), False))
+        out.append((position, len(document.text), None))
     return out
 
 
