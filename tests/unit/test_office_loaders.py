@@ -223,9 +223,11 @@ def test_xlsx_long_sheet_is_cut_by_rows_with_the_header_repeated(tmp_path):
     doc = _load(XlsxLoader(), tmp_path / "readings.xlsx", buffer.getvalue())
     chunks = [c for c in _chunks(doc, 300) if c.chunk_type == "table"]
     assert len(chunks) > 10
-    for chunk in chunks:
-        assert chunk.text.startswith("| Station | Depth | Salinity |\n| --- | --- | --- |\n")
-        assert (chunk.page, chunk.section) == (1, "Readings")
+    header = "| Station | Depth | Salinity |\n| --- | --- | --- |\n"
+    assert chunks[0].text.startswith("## Readings\n\n" + header)  # the sheet's heading travels with its table
+    for chunk in chunks[1:]:
+        assert chunk.text.startswith(header)
+    assert all((chunk.page, chunk.section) == (1, "Readings") for chunk in chunks)
     (hit,) = [c for c in chunks if "station-123" in c.text]
     assert "| station-123 | 123 | 31.23 |" in hit.text
 
