@@ -217,7 +217,10 @@ class Engine(Maintenance):
             bucket_count=settings.bucket_count,
             max_attempts=settings.max_attempts,
             limits=SyncLimits(
-                settings.max_file_bytes, settings.max_chunks_per_document, settings.parse_timeout_seconds
+                settings.max_file_bytes,
+                settings.max_chunks_per_document,
+                settings.parse_timeout_seconds,
+                settings.parse_memory_mb,
             ),
             guard=RemovalGuard(settings.max_remove_fraction, settings.remove_guard_min_documents),
             exclude=[*self._own_dirs(), *(Path(p) for p in exclude)],

@@ -121,6 +121,12 @@ class LoadingSettings(SettingsSection):
         """``ocr_languages`` as a tuple of codes."""
         return tuple(code.strip() for code in self.ocr_languages.split(",") if code.strip())
 
+    parse_memory_mb: int = Field(
+        4096,
+        ge=0,
+        description="Address space the parser process may use (MiB, `RLIMIT_AS`): a file that needs more (a "
+        "decompression bomb, a runaway layout) fails alone. 0: no limit.",
+    )
     json_text_fields: list[str] = Field(
         default_factory=lambda: ["title", "text"], description="Record fields joined (blank line) to form the text."
     )

@@ -68,11 +68,13 @@ class SyncLimits:
         max_chunks_per_document: A document cut into more chunks fails (``RAGINDEX_MAX_CHUNKS_PER_DOCUMENT``).
         parse_timeout_seconds: Seconds one file may take to parse; 0 parses in-process without a limit
             (``RAGINDEX_PARSE_TIMEOUT_SECONDS``).
+        parse_memory_mb: Address space of the parser process (``RAGINDEX_PARSE_MEMORY_MB``; 0: no limit).
     """
 
     max_file_bytes: int = 50 * 1024 * 1024
     max_chunks_per_document: int = 10_000
     parse_timeout_seconds: float = 120.0
+    parse_memory_mb: int = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +216,10 @@ class SourceSync:
         removed: list[str] = []
         per_file: dict[str, dict[str, int]] = {}
         t_chunking = time.perf_counter()
-        with IsolatedParser(self.loaders, timeout=self.limits.parse_timeout_seconds) as parser:
+        limits = self.limits
+        with IsolatedParser(
+            self.loaders, timeout=limits.parse_timeout_seconds, memory_mb=limits.parse_memory_mb
+        ) as parser:
             for path in files:
                 check_stop(self.stop)
                 uri = str(path)
