@@ -72,9 +72,10 @@ def test_the_memory_guard_fails_a_runaway_parse_alone(tmp_path: Path) -> None:
 
 
 def test_real_pdfs_and_ocr_parse_under_the_default_memory_guard(tmp_path: Path) -> None:
+    from test_pdf_layout import _report_pdf, _scan
+
     from ragindex.config import Settings
     from ragindex.loaders.registry import build_registry
-    from test_pdf_layout import _report_pdf, _scan
 
     settings = Settings()
     report = _report_pdf()
