@@ -58,13 +58,16 @@ class SqlParsedDocuments(SqlCore):
         )
 
 
-def write_parsed(conn: Connection, doc_id: int, *, content_hash: str, parsed: Document, now: datetime) -> None:
+def write_parsed(
+    conn: Connection, doc_id: int, *, content_hash: str, parsed: Document, now: datetime, replace: bool = True
+) -> None:
     """Make ``parsed`` the artifact of ``doc_id`` (replacing its previous version's) in ``conn``'s transaction.
 
     The caller holds the document's row (it updated or inserted it in this transaction), so two writers of one
-    document never interleave here.
+    document never interleave here. ``replace=False`` skips deleting the previous artifact (a doc_id inserted now).
     """
-    delete_parsed(conn, [doc_id])
+    if replace:
+        delete_parsed(conn, [doc_id])
     metadata: dict[str, Any] = {}
     if parsed.title:
         metadata["title"] = parsed.title
@@ -92,9 +95,10 @@ def write_parsed(conn: Connection, doc_id: int, *, content_hash: str, parsed: Do
         for field, body in bodies.items()
         for seq, part in enumerate(_split(body))
     ]
-    # one statement per part: a driver that folds an executemany into one multi-row INSERT could outgrow the packet
-    for row in rows:
-        conn.execute(insert(schema.parsed_parts).values(**row))
+    # parts go in batches of at most PART_CHARS characters: a driver may fold an executemany into one multi-row
+    # INSERT, which must stay under the packet limit too (a small document's parts are one statement)
+    for batch in _batches_by_size(rows):
+        conn.execute(insert(schema.parsed_parts), batch)
 
 
 def has_parsed(conn: Connection, doc_id: int, content_hash: str) -> bool:
@@ -108,6 +112,19 @@ def delete_parsed(conn: Connection, doc_ids: Sequence[int]) -> None:
     for part in batches(list(doc_ids)):
         conn.execute(delete(schema.parsed_parts).where(PART.doc_id.in_(part)))
         conn.execute(delete(schema.parsed_documents).where(PARSED.doc_id.in_(part)))
+
+
+def _batches_by_size(rows: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    batch: list[dict[str, Any]] = []
+    size = 0
+    for row in rows:
+        if batch and size + len(row["body"]) > PART_CHARS:
+            yield batch
+            batch, size = [], 0
+        batch.append(row)
+        size += len(row["body"])
+    if batch:
+        yield batch
 
 
 def _split(body: str) -> Iterator[str]:
