@@ -310,8 +310,9 @@ class SourceSync:
             retry = old is not None and old.status == RunStatus.FAILED
             same = old is not None and old.content_hash == content_hash and not (ctx.force or retry)
             if same and old is not None and old.chunking_fingerprint == self.chunking_fingerprint:
-                # a records file changed, but not this record: only the file hash moves on
-                self.store.set_file_hash(old.doc_id, file_hash)
+                # a records file changed, but not this record: only the file hash moves on (and the parsed artifact
+                # of a document ingested before artifacts were kept is recorded now)
+                self.store.set_file_hash(old.doc_id, file_hash, parsed=doc)
                 counts["unchanged"] += 1
                 continue
             outcome = "retried" if retry else "rechunked" if same else "changed" if old is not None else "added"
@@ -381,6 +382,7 @@ class SourceSync:
             chunking_ms=elapsed,
             unit_kinds=self.unit_kinds,
             loading_ms=loading_ms,
+            parsed=doc,
         )
         try:
             faults.hit("chunking.after_truth_write")

@@ -102,6 +102,15 @@ def m009_reconciler_lock(conn: Connection) -> None:
     _create_missing_index(conn, schema.chunks, "ix_chunks_unpurged")
 
 
+def m010_parsed_documents(conn: Connection) -> None:
+    """The parsed artifact of each document's current version: ``parsed_documents`` and ``parsed_parts``.
+
+    Documents ingested before it have no artifact until their file changes or a ``--full`` ingest re-parses them.
+    """
+    schema.parsed_documents.create(conn, checkfirst=True)
+    schema.parsed_parts.create(conn, checkfirst=True)
+
+
 def _create_missing_index(conn: Connection, table: Table, name: str) -> None:
     """Create index ``name`` of ``schema.py``'s ``table`` unless the database has it."""
     if name not in {i["name"] for i in inspect(conn).get_indexes(table.name)}:
@@ -133,6 +142,7 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("m006_claim_owners", m006_claim_owners),
     ("m008_document_stages", m008_document_stages),
     ("m009_reconciler_lock", m009_reconciler_lock),
+    ("m010_parsed_documents", m010_parsed_documents),
 )
 
 

@@ -224,3 +224,30 @@ claim_owners = Table(
     Index("ix_claim_owners_lease", "lease_until"),
     **TABLE_OPTIONS,
 )
+
+# m010: the parsed artifact of each document's current version (the markdown its chunks were cut from). The
+# header row is small; the text, the blocks and the page starts are kept in parts of bounded size (see
+# ragindex.store.sql.parsed), so that no statement outgrows a server's packet limit (MariaDB's default is 16 MiB).
+parsed_documents = Table(
+    "parsed_documents",
+    metadata,
+    Column("doc_id", BigInteger, primary_key=True),
+    Column("content_hash", String(64), nullable=False),  # sha256 of the parsed text (= documents.content_hash)
+    Column("parser", String(32), nullable=False),
+    Column("chars", BigInteger, nullable=False),
+    Column("page_count", Integer),  # NULL for sources without pages
+    Column("block_count", Integer, nullable=False),
+    Column("metadata", JSON),  # title, parse warnings
+    Column("created_at", Timestamp, nullable=False),
+    **TABLE_OPTIONS,
+)
+
+parsed_parts = Table(
+    "parsed_parts",
+    metadata,
+    Column("doc_id", BigInteger, primary_key=True),
+    Column("field", String(16), primary_key=True),  # text | blocks | pages (the last two: compact JSON arrays)
+    Column("seq", Integer, primary_key=True),
+    Column("body", LongText, nullable=False),
+    **TABLE_OPTIONS,
+)
