@@ -157,3 +157,22 @@ def test_a_heading_right_above_a_table_travels_with_it_and_text_is_cut_before_he
     assert drafts[1].chunk_type == "table" and "| Titan | Saturn |" in drafts[1].text
     assert drafts[1].section == "Largest moons"
     assert all(d.chunk_type != "heading" for d in drafts)
+
+
+def test_chunks_of_nested_headings_carry_their_heading_path() -> None:
+    from ragindex.chunking.headings import Headings
+
+    text = "# Report\n\n## Results\n\n### North\n\nup\n\n## Outlook\n\nflat\n\n# Annex\n\nx"
+    headings = Headings(text)
+    assert headings.path_at(text.index("up")) == ["Report", "Results", "North"]
+    assert headings.path_at(text.index("flat")) == ["Report", "Outlook"]
+    assert headings.path_at(text.index("x")) == ["Annex"] and headings.path_at(0) == ["Report"]
+    builder = LayoutBuilder("/tmp/n.pdf", "pdf")
+    builder.start_page(1)
+    builder.heading("Report", 1)
+    builder.paragraph("The report covers the third quarter.")
+    builder.heading("Results", 2)
+    builder.paragraph("Volumes went up in the north.")
+    drafts = build_chunker("recursive").chunk(builder.build())
+    assert drafts[-1].metadata["heading_path"] == ["Report", "Results"]
+    assert drafts[-1].section == "Results"

@@ -81,6 +81,9 @@ class LayoutChunker:
         for draft in drafts:
             text = texts.get(by_start[(draft.start_char, draft.end_char)])
             chunk_type, metadata = placed.describe(draft.start_char, draft.end_char, draft.page)
+            path = headings.path_at(draft.start_char)
+            if len(path) > 1:  # the section alone says as much for a single heading
+                metadata["heading_path"] = path
             out.append(
                 replace(draft, text=text if text is not None else draft.text, chunk_type=chunk_type, metadata=metadata)
             )
