@@ -6,6 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_DIR ?= .ragindex-demo
 QUERY ?= which moon is the largest
+SCAN_QUERY ?= how much paraffin did the lighthouse burn in the fog
 
 .PHONY: install run test test-fast lint typecheck pytest bench clean services
 
@@ -14,7 +15,8 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 # torch first, pinned: 2.13.0 is the CPU build on local disk; an unpinned torch would pull a multi-GB CUDA build.
-$(STAMP): pyproject.toml | $(BIN)/python
+$(STAMP): pyproject.toml scripts/system-packages.sh | $(BIN)/python
+	bash scripts/system-packages.sh
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[dev,server,mysql,postgres,service,eval]'
 	touch $(STAMP)
@@ -24,6 +26,7 @@ install: $(STAMP)
 run: install
 	$(BIN)/ragindex --data-dir $(DEMO_DIR) ingest examples
 	$(BIN)/ragindex --data-dir $(DEMO_DIR) search "$(QUERY)" --top-k 5
+	$(BIN)/ragindex --data-dir $(DEMO_DIR) search "$(SCAN_QUERY)" --top-k 2
 
 lint: install
 	$(BIN)/ruff check src tests bench scripts

@@ -14,6 +14,7 @@ from typing import Any
 from bench.common import mark_start
 from bench.ingest import bench_change, bench_ingest, bench_noop
 from bench.latency import bench_query
+from bench.pdf import bench_pdf
 from bench.report import write
 
 BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
@@ -21,6 +22,7 @@ BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
     "noop": bench_noop,
     "change": bench_change,
     "query": bench_query,
+    "pdf": bench_pdf,
 }
 
 

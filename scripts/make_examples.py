@@ -1,10 +1,13 @@
-"""Regenerate the binary files of the sample corpus in ``examples/`` (the pdf and the docx).
+"""Regenerate the binary files of the sample corpus in ``examples/`` (the pdf, the docx and the scanned page).
 
 The outputs are committed so that ``make run`` needs neither reportlab nor a build step; this
 script only has to run when their text changes. Both outputs are byte-for-byte reproducible:
 reportlab runs in invariant mode and the docx zip gets fixed timestamps and core properties.
 
-Usage: ``python scripts/make_examples.py [--out examples]`` (needs reportlab and python-docx).
+The scanned page is a reportlab page rendered at 150 dpi by PDFium and thresholded to black and white, as an
+office scanner saves it: it has no text layer, so ``make run`` shows OCR at work.
+
+Usage: ``python scripts/make_examples.py [--out examples]`` (needs reportlab, python-docx and pypdfium2).
 """
 
 from __future__ import annotations
@@ -104,6 +107,27 @@ BICYCLE_SECTIONS: list[tuple[str, list[str]]] = [
         ],
     ),
 ]
+LARGEST_MOONS = [
+    ("Moon", "Planet", "Diameter (km)", "Discovered"),
+    ("Ganymede", "Jupiter", "5,268", "1610"),
+    ("Titan", "Saturn", "5,150", "1655"),
+    ("Callisto", "Jupiter", "4,821", "1610"),
+    ("Io", "Jupiter", "3,643", "1610"),
+    ("The Moon", "Earth", "3,475", "prehistory"),
+    ("Europa", "Jupiter", "3,122", "1610"),
+    ("Triton", "Neptune", "2,707", "1846"),
+]
+LIGHTHOUSE_LOG = [
+    "Keeper's log, Skerry Point light, week of 14 March 1927",
+    "Monday. Wind north-westerly, strong. Lamp lit at 18:42 and put out at 06:10. The lens was cleaned "
+    "and the brass polished before noon, as every day.",
+    "Tuesday. Fog from 02:00 until dawn: the fog horn was sounded every thirty seconds for four hours. "
+    "Paraffin used: eleven gallons.",
+    "Wednesday. The supply boat landed coal, paraffin and fresh water. The relief keeper, Mr Ross, "
+    "arrived and took the night watch.",
+    "Thursday. A schooner passed close to the reef at dusk and was warned off with the signal lamp. "
+    "The wick was trimmed twice during the night.",
+]
 BICYCLE_INTERVALS = [
     ("Task", "Interval"),
     ("Check tyre pressure", "Weekly"),
@@ -118,9 +142,10 @@ _FIXED_TIME = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 
 def make_pdf() -> bytes:
     """Render the three-page solar-system pdf, one subtopic per page."""
+    from reportlab.lib import colors
     from reportlab.lib.pagesizes import A4
     from reportlab.lib.styles import getSampleStyleSheet
-    from reportlab.platypus import PageBreak, Paragraph, SimpleDocTemplate, Spacer
+    from reportlab.platypus import PageBreak, Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
 
     styles = getSampleStyleSheet()
     story: list[object] = []
@@ -131,10 +156,37 @@ def make_pdf() -> bytes:
         for text in paragraphs:
             story.append(Paragraph(text, styles["BodyText"]))
             story.append(Spacer(1, 6))
+        if number == 1:  # the giant planets' page: a ruled table of the largest moons
+            story.append(Paragraph("The largest moons", styles["Heading2"]))
+            table = Table(LARGEST_MOONS)
+            table.setStyle(TableStyle([("GRID", (0, 0), (-1, -1), 0.5, colors.black)]))
+            story.append(table)
     buffer = io.BytesIO()
     document = SimpleDocTemplate(buffer, pagesize=A4, title="The Solar System", author="ragindex examples", invariant=1)
     document.build(story)
     return buffer.getvalue()
+
+
+def make_scan() -> bytes:
+    """A scanned page of a lighthouse keeper's log: a png with no text layer, for OCR."""
+    import pypdfium2
+    from reportlab.lib.pagesizes import A5
+    from reportlab.lib.styles import getSampleStyleSheet
+    from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer
+
+    styles = getSampleStyleSheet()
+    story: list[object] = [Paragraph(LIGHTHOUSE_LOG[0], styles["Heading2"])]
+    for text in LIGHTHOUSE_LOG[1:]:
+        story += [Paragraph(text, styles["BodyText"]), Spacer(1, 4)]
+    buffer = io.BytesIO()
+    SimpleDocTemplate(buffer, pagesize=A5, invariant=1).build(story)
+    document = pypdfium2.PdfDocument(buffer.getvalue())
+    image = document[0].render(scale=150 / 72, grayscale=True).to_pil()
+    document.close()
+    scanned = image.point(lambda value: 255 if value > 160 else 0).convert("1")
+    out = io.BytesIO()
+    scanned.save(out, format="PNG", optimize=True)
+    return out.getvalue()
 
 
 def make_docx() -> bytes:
@@ -182,13 +234,18 @@ def _normalise_zip(data: bytes) -> bytes:
 
 
 def main() -> None:
-    """Write ``solar_system.pdf`` and ``bicycle_maintenance.docx`` into the output directory."""
+    """Write the pdf, the docx and the scanned png of the sample corpus into the output directory."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "examples")
     args = parser.parse_args()
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
-    for name, data in (("solar_system.pdf", make_pdf()), ("bicycle_maintenance.docx", make_docx())):
+    outputs = (
+        ("solar_system.pdf", make_pdf()),
+        ("bicycle_maintenance.docx", make_docx()),
+        ("lighthouse_log_scan.png", make_scan()),
+    )
+    for name, data in outputs:
         (out / name).write_bytes(data)
         print(f"wrote {out / name} ({len(data)} bytes)")
 

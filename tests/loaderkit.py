@@ -16,10 +16,11 @@ from ragindex.types import Document
 
 class MisbehavingLoader:
     """``.hang`` waits forever, ``.crash`` kills its own process with SIGSEGV, ``.oom`` raises MemoryError,
-    ``.chatty`` prints to stdout before answering, ``.exit`` calls ``os._exit(3)``."""
+    ``.chatty`` prints to stdout before answering, ``.exit`` calls ``os._exit(3)``, ``.hog`` allocates as many bytes
+    as the file's text says (a runaway parse)."""
 
     name = "misbehaving"
-    suffixes = (".hang", ".crash", ".oom", ".chatty", ".exit")
+    suffixes = (".hang", ".crash", ".oom", ".chatty", ".exit", ".hog")
 
     def load(self, path: Path, data: bytes) -> list[Document]:
         suffix = path.suffix
@@ -31,6 +32,9 @@ class MisbehavingLoader:
             raise MemoryError
         elif suffix == ".exit":
             os._exit(3)
+        elif suffix == ".hog":
+            hoard = bytearray(int(data))
+            return [Document(source_uri=str(path), text=f"held {len(hoard)} bytes", parser=self.name)]
         elif suffix == ".chatty":
             print("a parser that talks on stdout", flush=True)
         return [Document(source_uri=str(path), text=data.decode("utf-8"), parser=self.name)]

@@ -24,6 +24,7 @@ _EXPORTS = {
     "GroupBy": "ragindex.types",
     "MergedHit": "ragindex.types",
     "Script": "ragindex.language",
+    "ParsedDocument": "ragindex.store.records",
     "RagindexError": "ragindex.errors",
     "InputError": "ragindex.errors",
     "ValidationError": "ragindex.errors",
@@ -52,6 +53,7 @@ __all__ = [
     "GroupBy",
     "MergedHit",
     "Script",
+    "ParsedDocument",
     "RagindexError",
     "InputError",
     "ValidationError",
@@ -84,6 +86,7 @@ if TYPE_CHECKING:
         ValidationError,
     )
     from ragindex.language import Script
+    from ragindex.store.records import ParsedDocument
     from ragindex.types import (
         ChunkDraft,
         Document,

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ragindex.pipeline.sync import IngestReport, ProgressFn
     from ragindex.pipeline.verify import VerifyReport
     from ragindex.retrieval.rerank import Reranker
+    from ragindex.store.records import ParsedDocument
     from ragindex.types import SearchResult
 
 log = logging.getLogger(__name__)
@@ -217,7 +218,10 @@ class Engine(Maintenance):
             bucket_count=settings.bucket_count,
             max_attempts=settings.max_attempts,
             limits=SyncLimits(
-                settings.max_file_bytes, settings.max_chunks_per_document, settings.parse_timeout_seconds
+                settings.max_file_bytes,
+                settings.max_chunks_per_document,
+                settings.parse_timeout_seconds,
+                settings.parse_memory_mb,
             ),
             guard=RemovalGuard(settings.max_remove_fraction, settings.remove_guard_min_documents),
             exclude=[*self._own_dirs(), *(Path(p) for p in exclude)],
@@ -369,6 +373,17 @@ class Engine(Maintenance):
         from ragindex.pipeline.inspection import describe_document
 
         return describe_document(self.store, doc_id, user_id=user_id, chunks=chunks)
+
+    def parsed_document(self, doc_id: int, *, user_id: int | None = None) -> ParsedDocument:
+        """The parsed artifact of a document: the markdown its current version was chunked from, and its blocks.
+
+        Scoped to ``user_id`` when given. Raises :class:`~ragindex.errors.NotFoundError` for an unknown, deleted or
+        other tenant's document, and for one without an artifact (ingested before artifacts were kept: re-ingest
+        with ``full=True``); see :func:`ragindex.pipeline.inspection.read_parsed`.
+        """
+        from ragindex.pipeline.inspection import read_parsed
+
+        return read_parsed(self.store, doc_id, user_id=user_id)
 
     # ------------------------------------------------------------------ chunk management, repair, reindex
     @property

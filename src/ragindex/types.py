@@ -16,6 +16,64 @@ class PageSpan:
     start: int
 
 
+class BlockKind(StrEnum):
+    """The type of a layout element of a parsed document (``chunk_type`` of the chunks made of it)."""
+
+    TEXT = "text"
+    HEADING = "heading"
+    TABLE = "table"
+    LIST = "list"
+    CAPTION = "caption"
+    CODE = "code"
+    OCR_TEXT = "ocr_text"
+
+
+@dataclass(frozen=True, slots=True)
+class BBox:
+    """A box on a page in PDF points, origin at the page's top left: ``x0 < x1`` and ``top < bottom``."""
+
+    x0: float
+    top: float
+    x1: float
+    bottom: float
+
+    def union(self, other: BBox) -> BBox:
+        """The smallest box holding both."""
+        return BBox(
+            min(self.x0, other.x0), min(self.top, other.top), max(self.x1, other.x1), max(self.bottom, other.bottom)
+        )
+
+    def to_list(self) -> list[float]:
+        """``[x0, top, x1, bottom]`` rounded to 0.1 pt (the JSON form)."""
+        return [round(v, 1) for v in (self.x0, self.top, self.x1, self.bottom)]
+
+    @classmethod
+    def from_list(cls, values: Any) -> BBox | None:
+        """The box of a stored ``[x0, top, x1, bottom]``; None for anything else."""
+        if not isinstance(values, (list, tuple)) or len(values) != 4:
+            return None
+        try:
+            return cls(*(float(v) for v in values))
+        except (TypeError, ValueError):
+            return None
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One layout element of a parsed document: characters ``[start, end)`` of :attr:`Document.text`.
+
+    ``page`` is 1-based; ``bbox`` is where the element is drawn on that page; ``confidence`` (0..1) is set on
+    OCR'd text. Blocks are in reading order and do not overlap.
+    """
+
+    kind: BlockKind
+    start: int
+    end: int
+    page: int | None = None
+    bbox: BBox | None = None
+    confidence: float | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class Document:
     """What a loader returns: the text of one logical document and its metadata.
@@ -31,6 +89,8 @@ class Document:
     pages: tuple[PageSpan, ...] = ()
     title: str | None = None
     warnings: tuple[str, ...] = ()
+    blocks: tuple[Block, ...] = ()
+    """Layout elements (headings, tables, OCR'd text, ...) of parsers that see structure; empty for plain text."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +113,7 @@ class ChunkDraft:
     unit: str = "chunk"  # "chunk" (the dense unit) or "section" (the lexical unit, made by the pipeline)
     section_index: int | None = None  # a chunk's section: its index among the document's section drafts
     context: str | None = None  # "Title > Heading": indexed in front of the text, never returned as text
+    metadata: Mapping[str, Any] = field(default_factory=dict)  # layout facts: bbox, element_types, ocr
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +226,10 @@ class Hit:
     merged: tuple[MergedHit, ...] = ()
     """Lower-ranked hits of the same section or document folded into this one (``group_by``), in rank order;
     ``to_dict`` leaves the key out when there are none."""
+    chunk_type: str = "text"
+    """What the chunk is made of: ``text``, ``table``, ``ocr_text``, ... (:class:`BlockKind`)."""
+    bbox: BBox | None = None
+    """Where the chunk is drawn on its ``page`` (PDF points, top-left origin), for parsers that see layout."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form used by ``ragindex search --json`` and the HTTP API (``context``, ``merged``: only when set)."""
@@ -180,6 +245,8 @@ class Hit:
             "section": self.section,
             "start_line": self.start_line,
             "end_line": self.end_line,
+            "chunk_type": self.chunk_type,
+            "bbox": None if self.bbox is None else self.bbox.to_list(),
             "text": self.text,
             "scores": {
                 **{k: {"score": v.score, "rank": v.rank} for k, v in self.scores.items()},

@@ -14,11 +14,14 @@ from ragindex.store.migrations import apply_migrations
 from ragindex.store.sql import SqlTruthStore
 from ragindex.testing.contracts.claim_owners import ClaimOwnerContract
 from ragindex.testing.contracts.inspection import DocumentInspectionContract
+from ragindex.testing.contracts.parsed_documents import ParsedDocumentContract
 from ragindex.testing.contracts.reconcile_store import ReconcileStoreContract
 from ragindex.testing.contracts.truth_store import TruthStoreContract
 
 
-class TestSqliteTruthStore(TruthStoreContract, ReconcileStoreContract, ClaimOwnerContract, DocumentInspectionContract):
+class TestSqliteTruthStore(
+    TruthStoreContract, ReconcileStoreContract, ClaimOwnerContract, DocumentInspectionContract, ParsedDocumentContract
+):
     @pytest.fixture
     def store(self, sqlite_url: str) -> Iterator[SqlTruthStore]:
         store = SqlTruthStore(sqlite_url)
@@ -27,7 +30,9 @@ class TestSqliteTruthStore(TruthStoreContract, ReconcileStoreContract, ClaimOwne
 
 
 @pytest.mark.mysql
-class TestMysqlTruthStore(TruthStoreContract, ReconcileStoreContract, ClaimOwnerContract, DocumentInspectionContract):
+class TestMysqlTruthStore(
+    TruthStoreContract, ReconcileStoreContract, ClaimOwnerContract, DocumentInspectionContract, ParsedDocumentContract
+):
     @pytest.fixture
     def store(self, empty_mysql_url: str) -> Iterator[SqlTruthStore]:
         store = SqlTruthStore(empty_mysql_url)
@@ -63,7 +68,7 @@ class TestMysqlTruthStore(TruthStoreContract, ReconcileStoreContract, ClaimOwner
 
 @pytest.mark.postgres
 class TestPostgresTruthStore(
-    TruthStoreContract, ReconcileStoreContract, ClaimOwnerContract, DocumentInspectionContract
+    TruthStoreContract, ReconcileStoreContract, ClaimOwnerContract, DocumentInspectionContract, ParsedDocumentContract
 ):
     @pytest.fixture
     def store(self, empty_postgres_url: str) -> Iterator[SqlTruthStore]:

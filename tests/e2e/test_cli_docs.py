@@ -114,6 +114,26 @@ def test_docs_show_gives_stages_and_chunks(data_dir: Path) -> None:
     assert code == 7 and "not found" in out
 
 
+def test_docs_show_parsed_prints_the_markdown_and_json_adds_it(data_dir: Path) -> None:
+    docs = by_name(data_dir)
+    bread = str(docs["bread.md"]["doc_id"])
+    code, markdown = cli(data_dir, "docs", "show", bread, "--parsed")
+    assert code == 0 and markdown == FILES["bread.md"] + "\n", "the markdown alone, nothing around it"
+
+    code, detail = cli(data_dir, "docs", "show", bread, "--parsed", "--json")
+    assert code == 0 and detail["document"]["doc_id"] == int(bread), "the document's detail, plus `parsed`"
+    parsed = detail["parsed"]
+    assert parsed["text"] == FILES["bread.md"] and parsed["parser"] == "markdown"
+    assert parsed["content_hash"] == detail["document"]["content_hash"] and parsed["chars"] == len(FILES["bread.md"])
+    assert set(parsed) >= {"blocks", "pages", "page_count", "metadata", "created_at"}
+    assert "parsed" not in cli(data_dir, "docs", "show", bread, "--json")[1]
+
+    code, out = cli(data_dir, "docs", "show", str(docs["broken.json"]["doc_id"]), "--parsed")
+    assert code == 7 and "no parsed artifact" in out and "failed to load" in out
+    code, out = cli(data_dir, "docs", "show", "999999", "--parsed")
+    assert code == 7 and "not found" in out
+
+
 def test_terminal_escapes_are_shown_escaped_and_json_is_unchanged(data_dir: Path) -> None:
     docs = by_name(data_dir)
     assert ESC_NAME in docs, "JSON keeps the name as it is"
@@ -124,6 +144,10 @@ def test_terminal_escapes_are_shown_escaped_and_json_is_unchanged(data_dir: Path
     assert "e\\x1b[31mvil.txt" in shown and "screen\\x1b[2J" in shown and "\\x1b]0;pwned\\x07" in shown
     code, raw = cli(data_dir, "docs", "show", str(docs[ESC_NAME]["doc_id"]), "--chunks", "--json")
     assert any("\x1b[2J" in r["preview"] for r in raw["chunks"])
+    code, parsed = cli(data_dir, "docs", "show", str(docs[ESC_NAME]["doc_id"]), "--parsed")
+    assert code == 0 and "\x1b" not in parsed and "\x07" not in parsed and "screen\\x1b[2J" in parsed
+    code, raw = cli(data_dir, "docs", "show", str(docs[ESC_NAME]["doc_id"]), "--parsed", "--json")
+    assert raw["parsed"]["text"] == FILES[ESC_NAME]
 
 
 def test_keys_list_shows_the_whole_key_id_on_a_narrow_terminal(tmp_path: Path) -> None:

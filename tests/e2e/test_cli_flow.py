@@ -127,7 +127,7 @@ def test_noop_run_loads_no_model_and_parses_nothing(tmp_path: Path, corpus: Path
         f"engine = Engine(Settings(data_dir={str(data)!r}))\n"
         f"report = engine.ingest([{str(corpus)!r}])\n"
         "engine.close()\n"
-        "heavy = [m for m in ('torch', 'sentence_transformers', 'pypdf', 'qdrant_edge') if m in sys.modules]\n"
+        "heavy = [m for m in ('torch', 'sentence_transformers', 'pdfplumber', 'qdrant_edge') if m in sys.modules]\n"
         "print(json.dumps({'heavy': heavy, 'report': report.to_dict()}))\n"
     )
     out = json.loads(subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True).stdout)

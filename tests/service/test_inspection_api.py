@@ -109,6 +109,27 @@ def test_a_document_shows_its_stages_counts_and_chunks(service: Service, owner: 
         assert other.get("/v1/documents/999999999").status_code == 404
 
 
+def test_a_documents_parsed_markdown_is_served_to_its_tenant_only(service: Service, owner: dict[str, Any]) -> None:
+    with service.client(owner["keys"][OWNER]) as client:
+        (second,) = client.get("/v1/documents", params={"set_id": 2}).json()["documents"]
+        doc = client.get(f"/v1/documents/{second['doc_id']}").raise_for_status().json()["document"]
+        parsed = client.get(f"/v1/documents/{second['doc_id']}/parsed").raise_for_status().json()
+        assert parsed["text"] == "# Second set\n\nA page about quartz clocks." and parsed["parser"] == "markdown"
+        assert (parsed["doc_id"], parsed["content_hash"]) == (second["doc_id"], doc["content_hash"])
+        assert parsed["chars"] == len(parsed["text"]) and parsed["blocks"] == [] and parsed["pages"] == []
+
+        (broken,) = client.get("/v1/documents", params={"status": "FAILED"}).json()["documents"]
+        never = client.get(f"/v1/documents/{broken['doc_id']}/parsed")
+        assert never.status_code == 404 and "failed to load" in never.json()["message"]
+        assert never.json()["context"] == {"doc_id": broken["doc_id"], "reason": "no_parsed_artifact"}
+        assert client.get("/v1/documents/999999999/parsed").status_code == 404
+
+    with service.client(owner["keys"][STRANGER]) as other:
+        foreign = other.get(f"/v1/documents/{second['doc_id']}/parsed")
+        assert foreign.status_code == 404 and foreign.json()["error"] == "NotFoundError"
+        assert "no parsed artifact" not in foreign.json()["message"], "nothing tells a stranger the document exists"
+
+
 def test_jobs_are_listed_newest_first_a_page_at_a_time(service: Service, owner: dict[str, Any]) -> None:
     with service.client(owner["keys"][OWNER]) as client:
         pages = _pages(client, "/v1/jobs", "jobs", limit=1)
@@ -211,3 +232,5 @@ def test_openapi_describes_the_inspection_routes(service: Service) -> None:
     cancel = paths["/v1/jobs/{job_id}"]["delete"]["responses"]
     assert {"200", "202", "409"} <= set(cancel)
     assert {"DocumentPageOut", "DocumentDetailOut", "JobPageOut", "JobCancelOut"} <= set(spec["components"]["schemas"])
+    parsed = paths["/v1/documents/{doc_id}/parsed"]["get"]["responses"]["200"]["content"]["application/json"]
+    assert parsed["schema"]["$ref"].endswith("/ParsedDocumentOut")

@@ -21,6 +21,7 @@ from ragindex.chunking import (
     tokenizer_for_model,
 )
 from ragindex.chunking.headings import find_headings
+from ragindex.chunking.layout import LayoutChunker
 from ragindex.chunking.positions import make_drafts
 from ragindex.errors import ConfigurationError
 from ragindex.types import ChunkDraft, Document, PageSpan
@@ -547,14 +548,14 @@ def test_build_chunker_selects_by_name_and_calls_the_tokenizer_factory_only_for_
 
     fixed = build_chunker("fixed", chunk_size=100, chunk_overlap=10, tokenizer_factory=factory)
     recursive = build_chunker("recursive", chunk_size=200, chunk_overlap=20, tokenizer_factory=factory)
-    assert isinstance(fixed, FixedChunker)
-    assert isinstance(recursive, RecursiveChunker)
+    assert isinstance(fixed, LayoutChunker) and isinstance(fixed.inner, FixedChunker)
+    assert isinstance(recursive, LayoutChunker) and isinstance(recursive.inner, RecursiveChunker)
     assert fixed.config() == {"name": "fixed", "size": 100, "overlap": 10}
     assert recursive.config() == {"name": "recursive", "size": 200, "overlap": 20}
     assert calls == []
     structure = build_chunker("structure", chunk_tokens=100, chunk_token_overlap=5, tokenizer_factory=factory)
     assert calls == [1]
-    assert isinstance(structure, StructureChunker)
+    assert isinstance(structure, LayoutChunker) and isinstance(structure.inner, StructureChunker)
     assert structure.name == "structure"
     assert structure.config() == {
         "name": "structure",

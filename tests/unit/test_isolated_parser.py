@@ -62,6 +62,30 @@ def test_memory_error_is_the_files_error(parser: IsolatedParser, tmp_path: Path)
     assert parser.started == 1
 
 
+def test_the_memory_guard_fails_a_runaway_parse_alone(tmp_path: Path) -> None:
+    registry = LoaderRegistry(extra=[MisbehavingLoader()])
+    with IsolatedParser(registry, timeout=30, memory_mb=512) as guarded:
+        with pytest.raises(DocumentLoadError, match=r"big\.hog: MemoryError"):
+            load(guarded, write(tmp_path, "big.hog", str(2 * 1024**3)))
+        assert load(guarded, write(tmp_path, "small.hog", str(64 * 1024**2))) == [f"held {64 * 1024**2} bytes"]
+        assert guarded.started == 1
+
+
+def test_real_pdfs_and_ocr_parse_under_the_default_memory_guard(tmp_path: Path) -> None:
+    from test_pdf_layout import _report_pdf, _scan
+
+    from ragindex.config import Settings
+    from ragindex.loaders.registry import build_registry
+
+    settings = Settings()
+    report = _report_pdf()
+    with IsolatedParser(build_registry(settings.loading), timeout=120, memory_mb=settings.parse_memory_mb) as guarded:
+        (text,) = guarded.load(tmp_path / "r.pdf", report)
+        (scanned,) = guarded.load(tmp_path / "s.pdf", _scan(report))
+    assert "| West | 3,743 | 3,802 |" in text.text
+    assert "Quarterly Depot Report" in " ".join(scanned.text.split())
+
+
 def test_a_hang_is_killed_at_the_timeout_and_a_fresh_child_parses_the_next(tmp_path: Path) -> None:
     with IsolatedParser(LoaderRegistry(extra=[MisbehavingLoader()]), timeout=1) as parser:
         with pytest.raises(ParseTimeoutError, match=r"x\.hang: parsing took longer than 1 s.*RAGINDEX_PARSE_TIMEOUT"):

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ragindex.chunking.fixed import FixedChunker
+from ragindex.chunking.layout import LayoutChunker
 from ragindex.chunking.protocol import Chunker, Tokenizer
 from ragindex.chunking.recursive import RecursiveChunker
 from ragindex.chunking.structure import StructureChunker
@@ -37,19 +38,21 @@ def build_chunker(
         tokenizer_factory: Returns the dense model's tokenizer; called only for ``structure``.
 
     Returns:
-        The chunker.
+        The chunker, wrapped in :class:`~ragindex.chunking.layout.LayoutChunker` (tables and pages of parsed
+        layouts; documents without layout pass through unchanged).
 
     Raises:
         ConfigurationError: Unknown name, invalid sizes, or ``structure`` without a tokenizer.
     """
     if name == "fixed":
-        return FixedChunker(chunk_size, chunk_overlap)
+        return LayoutChunker(FixedChunker(chunk_size, chunk_overlap), limit=chunk_size)
     if name == "recursive":
-        return RecursiveChunker(chunk_size, chunk_overlap)
+        return LayoutChunker(RecursiveChunker(chunk_size, chunk_overlap), limit=chunk_size)
     if name == "structure":
         if tokenizer_factory is None:
             raise ConfigurationError("the structure chunker needs the dense model's tokenizer (tokenizer_factory)")
-        return StructureChunker(tokenizer_factory(), chunk_tokens, chunk_token_overlap)
+        structure = StructureChunker(tokenizer_factory(), chunk_tokens, chunk_token_overlap)
+        return LayoutChunker(structure, limit=structure.limit, measure=structure.tokenizer.count, counts_tokens=True)
     raise ConfigurationError(
         f"unknown chunker {name!r}; valid chunkers: {', '.join(CHUNKER_NAMES)}", field="chunker", value=name
     )

@@ -29,11 +29,12 @@ class Headings:
         text: The document text (markdown or plain; plain text usually has no headings).
     """
 
-    __slots__ = ("_starts", "items")
+    __slots__ = ("_paths", "_starts", "items")
 
     def __init__(self, text: str) -> None:
         self.items: tuple[Heading, ...] = tuple(find_headings(text))
         self._starts = [h.start for h in self.items]
+        self._paths: list[list[str]] | None = None
 
     def __bool__(self) -> bool:
         return bool(self.items)
@@ -49,6 +50,26 @@ class Headings:
         """
         i = bisect_right(self._starts, offset) - 1
         return self.items[i].title if i >= 0 else None
+
+
+    def path_at(self, offset: int) -> list[str]:
+        """Titles of the headings enclosing ``offset``, outermost first (``["Report", "Results", "North"]``).
+
+        A heading closes every open heading of its level or deeper, so the path is the chain of the last
+        heading of each shallower level above the offset.
+        """
+        i = bisect_right(self._starts, offset) - 1
+        if i < 0:
+            return []
+        if self._paths is None:
+            self._paths = []
+            stack: list[Heading] = []
+            for heading in self.items:
+                while stack and stack[-1].level >= heading.level:
+                    stack.pop()
+                stack.append(heading)
+                self._paths.append([h.title for h in stack])
+        return list(self._paths[i])
 
 
 def find_headings(text: str) -> list[Heading]:

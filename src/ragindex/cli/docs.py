@@ -1,7 +1,12 @@
-"""docs list / docs show: which documents are there, which failed and why, and where each one's chunks stand."""
+"""docs list / docs show: which documents are there, which failed and why, where each one's chunks stand.
+
+``docs show ID --parsed`` prints the markdown the document's current version was parsed into (its parsed artifact,
+kept in the truth store).
+"""
 
 from __future__ import annotations
 
+import sys
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -69,16 +74,35 @@ def docs_show(
     chunks: Annotated[
         bool, typer.Option("--chunks", help="Also list every chunk and section with its statuses.")
     ] = False,
+    parsed: Annotated[
+        bool,
+        typer.Option(
+            "--parsed",
+            help="Print the markdown the document's current version was parsed into (with --json: add it, with its "
+            "layout blocks, as `parsed`).",
+        ),
+    ] = False,
     as_json: Json = False,
 ) -> None:
-    """Show a document: source, hashes, status and error, each stage of its last run, and its chunks' statuses."""
+    """Show a document: source, hashes, status and error, each stage of its last run, and its chunks' statuses.
+
+    With --parsed, print the markdown its current version was parsed into instead (exit 7 when it has none).
+    """
 
     def body() -> None:
+        from ragindex.pipeline.inspection import parsed_dict
+
         with engine_for() as engine:
-            detail = engine.document(doc_id, chunks=chunks)
-        if as_json:
-            emit_json(detail.to_dict())
-        else:
+            artifact = engine.parsed_document(doc_id) if parsed else None
+            detail = engine.document(doc_id, chunks=chunks) if as_json or not parsed else None
+        if as_json and detail is not None:
+            emit_json({**detail.to_dict(), **({"parsed": parsed_dict(artifact)} if artifact is not None else {})})
+        elif artifact is not None:
+            # unstyled, so that `> doc.md` writes the markdown; control characters escaped as in every human
+            # output (a parsed file could carry terminal escapes), --json keeps them as they are
+            text = clean(artifact.text, multiline=True)
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        elif detail is not None:
             console.print(document_view(detail))
 
     guarded(body)

@@ -76,6 +76,15 @@ def ingest_table(report: IngestReport) -> Group:
     return Group(*parts)
 
 
+def _kind(hit: Hit) -> str:
+    """``(table)``, ``(ocr 0.95)``, ...: what a hit is made of when it is not plain text."""
+    if hit.chunk_type == "text":
+        return ""
+    confidence = hit.metadata.get("ocr_confidence")
+    label = "ocr" if hit.chunk_type == "ocr_text" else hit.chunk_type
+    return f"({label} {confidence:.2f})" if isinstance(confidence, float) else f"({label})"
+
+
 def search_table(query: str, result: SearchResult) -> Group:
     """Ranked hits, one block each: rank, score, source and location, per-source ranks, then the text."""
     parts: list[Any] = [cell(f"{result.mode} search: {query}", "bold")]
@@ -86,6 +95,7 @@ def search_table(query: str, result: SearchResult) -> Group:
                 f"p.{hit.page}" if hit.page else "",
                 f"§ {clean(hit.section)}" if hit.section else "",
                 f"l.{hit.start_line}-{hit.end_line}" if hit.start_line else "",
+                _kind(hit),
             )
             if part
         )

@@ -95,6 +95,38 @@ class LoadingSettings(SettingsSection):
         description="Seconds one file may take to parse; files are parsed in a child process that is killed and "
         "replaced at the limit. 0: parse in the ingest process, with no limit and no isolation.",
     )
+    ocr: bool = Field(
+        True,
+        description="OCR images (png, jpg, tiff) and pdf pages without a text layer with Tesseract "
+        "(Debian `tesseract-ocr`); a page with a text layer is never OCR'd.",
+    )
+    ocr_languages: str = Field(
+        "en,zh",
+        pattern=r"^\s*[A-Za-z_-]+\s*(,\s*[A-Za-z_-]+\s*)*$",
+        description="OCR languages, comma-separated: `en`, `zh`, `zh-tw`, `ja`, `ko`, `de`, `fr`, `es` or a "
+        "Tesseract name (each needs its Debian `tesseract-ocr-*` package).",
+    )
+    max_pdf_pages: int = Field(
+        2000, ge=1, description="A pdf (or multi-page tiff) with more pages fails alone, before it is parsed."
+    )
+    max_spreadsheet_cells: int = Field(
+        300_000,
+        ge=1,
+        description="An xlsx workbook with more non-empty cells fails alone, never truncated (300,000 cells is "
+        "~3.5 MB of table text, near `RAGINDEX_MAX_CHUNKS_PER_DOCUMENT`): export a sheet that large to csv or jsonl.",
+    )
+
+    @property
+    def ocr_language_codes(self) -> tuple[str, ...]:
+        """``ocr_languages`` as a tuple of codes."""
+        return tuple(code.strip() for code in self.ocr_languages.split(",") if code.strip())
+
+    parse_memory_mb: int = Field(
+        4096,
+        ge=0,
+        description="Address space the parser process may use (MiB, `RLIMIT_AS`): a file that needs more (a "
+        "decompression bomb, a runaway layout) fails alone. 0: no limit.",
+    )
     json_text_fields: list[str] = Field(
         default_factory=lambda: ["title", "text"], description="Record fields joined (blank line) to form the text."
     )

@@ -8,22 +8,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragindex.errors import DocumentLoadError
-from ragindex.types import Document
+from ragindex.loaders._ooxml import check_package, load_error
+from ragindex.loaders.layout import LayoutBuilder
+from ragindex.types import BlockKind, Document
 
 if TYPE_CHECKING:
     from docx.table import Table
     from docx.text.paragraph import Paragraph
 
 _HEADING_STYLE = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
-_SPACES = re.compile(r"[ \t\u00a0]+")
 
 
 class DocxLoader:
-    """Loads ``.docx`` files: paragraphs and tables in document order, headings as markdown ``#`` lines.
+    """Loads ``.docx`` files: paragraphs and tables in document order, on the layout model.
 
-    Paragraph styles "Title" and "Heading N" become ``#`` and ``#`` * N headings (capped at 6),
-    "List ..." styles become ``- `` items, and each table row becomes one ``cell | cell`` line.
-    The title is the core-properties title, else the first heading.
+    Paragraph styles "Title" and "Heading N" become level 1 and level N headings (capped at 6), "List ..."
+    styles become ``list`` blocks (``- `` items), and each table becomes a markdown table whose first row is the
+    header, so the chunker keeps it whole (or cuts it by rows with the header repeated) and a cell is retrieved
+    with its column labels. A merged cell keeps its text in its first grid column and leaves the others empty,
+    so the columns stay aligned. The title is the core-properties title, else the first heading.
     """
 
     name: str = "docx"
@@ -36,72 +39,59 @@ class DocxLoader:
             A single document; its text is empty when the file has no text.
 
         Raises:
-            DocumentLoadError: The file is not a readable docx package.
+            DocumentLoadError: The file is not a readable docx package, is encrypted, or is a zip bomb.
         """
+        check_package(path, data, "docx")
         import docx
         from docx.table import Table
 
+        builder = LayoutBuilder(str(path), self.name)
+        first_heading: str | None = None
         try:
             document = docx.Document(io.BytesIO(data))
-            blocks: list[str] = []
-            first_heading: str | None = None
             for item in document.iter_inner_content():
                 if isinstance(item, Table):
-                    rendered = _table(item)
-                else:
-                    rendered, level = _paragraph(item)
-                    if level and first_heading is None:
-                        first_heading = rendered.lstrip("#").strip()
-                if rendered:
-                    blocks.append(rendered)
+                    builder.table(_rows(item))
+                    continue
+                heading = _paragraph(builder, item)
+                if heading and first_heading is None:
+                    first_heading = heading
             core_title = (document.core_properties.title or "").strip()
+        except DocumentLoadError:
+            raise
         # python-docx reports a damaged package as BadZipFile, KeyError, ValueError, lxml errors, ...
         except Exception as exc:
-            raise DocumentLoadError(
-                f"{path.name}: not a readable docx file ({type(exc).__name__}: {exc})", path=str(path)
-            ) from exc
-        return [
-            Document(
-                source_uri=str(path),
-                text="\n\n".join(blocks),
-                parser=self.name,
-                title=core_title or first_heading,
-            )
-        ]
+            raise load_error(path, "docx", exc) from exc
+        return [builder.build(title=core_title or first_heading)]
 
 
-def _clean(text: str) -> str:
-    return "\n".join(_SPACES.sub(" ", line).strip() for line in text.replace("\r", "\n").split("\n")).strip()
-
-
-def _paragraph(paragraph: Paragraph) -> tuple[str, int]:
-    """The paragraph as markdown and its heading level (0 for body text)."""
-    text = _clean(paragraph.text)
+def _paragraph(builder: LayoutBuilder, paragraph: Paragraph) -> str | None:
+    """Add the paragraph by its style; the heading's text when it is one."""
+    text = paragraph.text.replace("\r", "\n").strip()
     if not text:
-        return "", 0
+        return None
     style = paragraph.style
     style_name = (style.name or "") if style is not None else ""
     heading = _HEADING_STYLE.match(style_name)
-    if heading:
-        level = min(int(heading.group(1)), 6)
-        return "#" * level + " " + text.replace("\n", " "), level
-    if style_name.lower() == "title":
-        return "# " + text.replace("\n", " "), 1
+    if heading or style_name.lower() == "title":
+        builder.heading(text, int(heading.group(1)) if heading else 1)
+        return " ".join(text.split())
     if style_name.lower().startswith("list"):
-        return "- " + text, 0
-    return text, 0
+        builder.paragraph("- " + text, kind=BlockKind.LIST)
+    else:
+        builder.paragraph(text)
+    return None
 
 
-def _table(table: Table) -> str:
-    rows: list[str] = []
+def _rows(table: Table) -> list[list[str]]:
+    """The table's cell texts row by row, one per grid column; a merged cell's text only in its first column."""
+    rows: list[list[str]] = []
     for row in table.rows:
         cells: list[str] = []
         previous: object = None
         for cell in row.cells:
-            if cell is previous:  # a horizontally merged cell is yielded once per grid column it spans
-                continue
-            previous = cell
-            cells.append(_clean(cell.text).replace("\n", " "))
-        if any(cells):
-            rows.append(" | ".join(cells))
-    return "\n".join(rows)
+            # a horizontally merged cell is yielded once per grid column it spans (the same _tc)
+            cells.append("" if cell._tc is previous else cell.text)
+            previous = cell._tc
+        rows.append(cells)
+    return rows

@@ -35,7 +35,10 @@ from ragindex.types import Document
 _LENGTH = struct.Struct("!Q")
 START_SECONDS = 60.0
 """How long a child may take to start (import the loaders); the parse timeout starts once it is ready."""
-_CHILD = "import sys; sys.path.insert(0, {root!r}); from ragindex.loaders.isolated import serve; serve({parent})"
+_CHILD = (
+    "import sys; sys.path.insert(0, {root!r}); from ragindex.loaders.isolated import serve; "
+    "serve({parent}, memory_mb={memory_mb})"
+)
 
 
 class IsolatedParser:
@@ -46,13 +49,16 @@ class IsolatedParser:
             must be importable there (the child gets this process's ``sys.path``).
         timeout: Seconds one file may take (``RAGINDEX_PARSE_TIMEOUT_SECONDS``); 0 parses in this process,
             with no limit and no isolation.
+        memory_mb: Address space of the child (``RLIMIT_AS``, ``RAGINDEX_PARSE_MEMORY_MB``); a parse that needs
+            more fails with a ``MemoryError`` (or the child dies), as a ``DocumentLoadError`` of its file. 0: none.
 
     Use as a context manager, or call :meth:`close`, so the child ends with the ingest.
     """
 
-    def __init__(self, registry: LoaderRegistry, *, timeout: float) -> None:
+    def __init__(self, registry: LoaderRegistry, *, timeout: float, memory_mb: int = 0) -> None:
         self.registry = registry
         self.timeout = timeout
+        self.memory_mb = memory_mb
         self._child: subprocess.Popen[bytes] | None = None
         self._busy = False  # a file is being parsed: closing must not wait for it
         self.started = 0  # children started (one, plus one after each timeout or crash)
@@ -131,7 +137,7 @@ class IsolatedParser:
             raise _not_started(f"the loaders do not pickle ({type(exc).__name__}: {exc})") from exc
         root = str(Path(__file__).resolve().parents[2])  # the directory holding this ragindex package
         child = subprocess.Popen(
-            [sys.executable, "-c", _CHILD.format(root=root, parent=os.getpid())],
+            [sys.executable, "-c", _CHILD.format(root=root, parent=os.getpid(), memory_mb=self.memory_mb)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             bufsize=0,
@@ -228,7 +234,7 @@ def _read_exact(fd: int, size: int, deadline: float | None) -> bytes:
     return b"".join(parts)
 
 
-def serve(parent: int | None = None) -> None:
+def serve(parent: int | None = None, *, memory_mb: int = 0) -> None:
     """The child's loop: read (path, bytes) frames from stdin, answer each with a frame on the original stdout.
 
     The loaders' own prints go to stderr (file descriptor 1 is pointed there), so they can never corrupt a reply.
@@ -236,6 +242,7 @@ def serve(parent: int | None = None) -> None:
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent decides
     _die_with(parent)
+    _limit_memory(memory_mb)
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     requests = sys.stdin.buffer.fileno()
@@ -253,6 +260,17 @@ def serve(parent: int | None = None) -> None:
             _write_frame(replies, _answer(registry, Path(raw_path), data))
     except EOFError:  # the parent closed the pipe: the ingest is over
         return
+
+
+def _limit_memory(memory_mb: int) -> None:
+    """Cap the child's address space, so a runaway parse gets a MemoryError instead of the machine's memory."""
+    if memory_mb <= 0:
+        return
+    import resource
+
+    limit = memory_mb * 1024 * 1024
+    with contextlib.suppress(ValueError, OSError):  # a hard limit below ours: keep it
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
 def _die_with(parent: int | None) -> None:

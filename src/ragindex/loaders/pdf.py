@@ -1,99 +1,223 @@
-"""PDF files via pypdf (imported when a pdf is loaded, never at package import)."""
+"""PDF files: layout-aware text with headings and tables, OCR for pages without a text layer.
+
+Text comes from PDFium (pypdfium2, Apache-2.0/BSD): every run of text with its box and font
+(:mod:`ragindex.loaders.pdf_words`), from which :mod:`ragindex.loaders.pdf_layout` reads lines, paragraphs,
+columns and headings. Ruled tables come from pdfplumber (MIT), only on pages that draw lines, and keep each cell
+in its row and column. A page whose text layer is empty but which shows an image is rendered by PDFium and read by
+OCR (:mod:`ragindex.loaders.ocr`); a page with a text layer is never OCR'd. The choice and its measurements are
+in docs/parsing.md. The libraries are imported when a pdf is loaded, never at package import.
+"""
 
 from __future__ import annotations
 
-import io
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ragindex.errors import DocumentLoadError
-from ragindex.loaders._decode import normalise_newlines
-from ragindex.types import Document, PageSpan
+from ragindex.errors import DocumentLoadError, RagindexError
+from ragindex.loaders.layout import LayoutBuilder
+from ragindex.loaders.pdf_layout import (
+    HeadingLevels,
+    Line,
+    Paragraph,
+    join_words,
+    lines_of,
+    paragraphs_of,
+    reading_order,
+)
+from ragindex.loaders.pdf_words import RuledTables, draws_paths, outside, page_words, shows_image
+from ragindex.types import BBox, BlockKind, Document
 
 if TYPE_CHECKING:
-    from pypdf import PdfReader
+    from ragindex.loaders.ocr import OcrParagraph, TesseractOcr
 
-PAGE_SEPARATOR = "\n\n"
+OcrFactory = Callable[[], "TesseractOcr"]
+
+_MIN_TABLE_ROWS = 2
+_MIN_TABLE_COLUMNS = 2
 
 
 class PdfLoader:
-    """Loads ``.pdf`` files: page texts joined by a blank line, with a :class:`PageSpan` per page that has text.
+    """Loads ``.pdf`` files into one markdown document with a block per heading, paragraph and table.
 
-    Pages without extractable text add no characters and no span, but are counted in the
-    ``page_count`` metadata; a pdf without any text gets the warning "no extractable text (scanned pdf?)".
+    Args:
+        ocr: Builds the OCR engine, on the first page that needs it; None: pages without a text layer are
+            skipped with a warning.
+        max_pages: A pdf with more pages fails alone (a runaway or hostile file).
+        ocr_dpi: Resolution of the page images read by OCR.
     """
 
     name: str = "pdf"
     suffixes: tuple[str, ...] = (".pdf",)
 
-    def load(self, path: Path, data: bytes) -> list[Document]:
-        """Extract the text of every page of ``data`` into one document whose ``source_uri`` is ``str(path)``.
+    def __init__(self, *, ocr: OcrFactory | None = None, max_pages: int = 2000, ocr_dpi: int = 200) -> None:
+        self.ocr = ocr
+        self.max_pages = max_pages
+        self.ocr_dpi = ocr_dpi
+        self._engine: TesseractOcr | None = None
 
-        Returns:
-            A single document with ``pages`` mapping character offsets to 1-based page numbers.
+    def __getstate__(self) -> dict[str, Any]:  # the engine is rebuilt in the parser process, never pickled
+        return {**{k: v for k, v in self.__dict__.items() if k != "_engine"}, "_engine": None}
+
+    def load(self, path: Path, data: bytes) -> list[Document]:
+        """Parse ``data`` into a single document whose ``source_uri`` is ``str(path)``.
 
         Raises:
-            DocumentLoadError: The pdf is corrupt, or encrypted with a password.
+            DocumentLoadError: The pdf is corrupt, encrypted with a password, has no pages, or more than
+                ``max_pages``; a page that fails alone becomes a warning, and a truncated file keeps the pages
+                PDFium recovers, with a warning (it fails when none has text).
         """
-        reader, page_count = self._open(path, data)
-        texts: list[str] = []
-        spans: list[PageSpan] = []
-        warnings: list[str] = []
-        offset = 0
-        for number in range(1, page_count + 1):
-            try:
-                page_text = normalise_newlines(reader.pages[number - 1].extract_text()).strip()
-            # pypdf raises many exception types on damaged content streams; one bad page must not sink the file.
-            except Exception as exc:
-                warnings.append(f"page {number}: text extraction failed ({type(exc).__name__}: {exc})")
-                continue
-            if not page_text:
-                continue
-            if texts:
-                offset += len(PAGE_SEPARATOR)
-            spans.append(PageSpan(page=number, start=offset))
-            texts.append(page_text)
-            offset += len(page_text)
-        if not texts:
-            warnings.append("no extractable text (scanned pdf?)")
-        return [
-            Document(
-                source_uri=str(path),
-                text=PAGE_SEPARATOR.join(texts),
-                parser=self.name,
-                metadata={"page_count": page_count},
-                pages=tuple(spans),
-                title=_title(reader),
-                warnings=tuple(warnings),
-            )
-        ]
-
-    @staticmethod
-    def _open(path: Path, data: bytes) -> tuple[PdfReader, int]:
-        from pypdf import PasswordType, PdfReader
+        import pypdfium2
 
         try:
-            reader = PdfReader(io.BytesIO(data))
-            locked = reader.is_encrypted and reader.decrypt("") == PasswordType.NOT_DECRYPTED
-            page_count = 0 if locked else len(reader.pages)
-        # pypdf signals a corrupt file with PdfReadError but also with ValueError, KeyError, TypeError, ...
+            pdf = pypdfium2.PdfDocument(data)
+        except pypdfium2.PdfiumError as exc:
+            raise DocumentLoadError(_open_error(path, exc), path=str(path)) from exc
+        tables = RuledTables(data)
+        ocr = _PageOcr(self, pdf)
+        try:
+            page_count = len(pdf)
+            if page_count == 0:
+                raise DocumentLoadError(f"{path.name}: the pdf has no pages", path=str(path))
+            if page_count > self.max_pages:
+                raise DocumentLoadError(
+                    f"{path.name}: {page_count} pages, more than RAGINDEX_MAX_PDF_PAGES={self.max_pages}; "
+                    "split the file or raise the limit",
+                    path=str(path),
+                )
+            builder = LayoutBuilder(str(path), self.name)
+            pages = [self._read_page(pdf, number, tables, builder) for number in range(1, page_count + 1)]
+            levels = HeadingLevels(line for page, _ in pages for p in page if p.kind != "table" for line in p.lines)
+            for number, (paragraphs, pictured) in enumerate(pages, 1):
+                builder.start_page(number)
+                if not paragraphs and pictured:
+                    ocr.read(number, builder)
+                for paragraph in paragraphs:
+                    _emit(builder, paragraph, levels)
+            title = _title(pdf.get_metadata_dict())
+        finally:
+            tables.close()
+            pdf.close()
+        if ocr.skipped:
+            builder.warnings.append(f"{ocr.skipped} page(s) without a text layer were skipped: OCR is off")
+        truncated = b"%%EOF" not in data[-2048:]
+        if truncated and builder.empty:
+            raise DocumentLoadError(f"{path.name}: the pdf is truncated and no text could be recovered", path=str(path))
+        if truncated:
+            builder.warnings.append("the pdf is truncated (no %%EOF): its text is what PDFium could recover")
+        if builder.empty:
+            builder.warnings.append("no extractable text (scanned pdf?)")
+        metadata: dict[str, Any] = {"page_count": page_count}
+        if ocr.confidences:
+            metadata["ocr_pages"] = ocr.confidences
+        return [builder.build(title=title, metadata=metadata)]
+
+    def engine(self) -> TesseractOcr | None:
+        """The OCR engine (built on first use), or None when OCR is off."""
+        if self.ocr is None:
+            return None
+        if self._engine is None:
+            self._engine = self.ocr()
+        return self._engine
+
+    @staticmethod
+    def _read_page(pdf: Any, number: int, tables: RuledTables, builder: LayoutBuilder) -> tuple[list[Paragraph], bool]:
+        """The page's paragraphs and tables in reading order, and whether it shows an image.
+
+        A page without a text layer has no paragraphs; it is OCR'd only when it shows an image (else it is blank).
+        """
+        page = pdf[number - 1]
+        textpage = None
+        try:
+            textpage = page.get_textpage()
+            words = page_words(page, textpage)
+            if not words:
+                return [], shows_image(page)
+            found = tables.find(number) if draws_paths(page) else []
+            words = outside(words, [box for box, _ in found]) if found else words
+            lines, middle = lines_of(words, float(page.get_width()))
+            paragraphs = paragraphs_of(lines, middle)
+            paragraphs += [Paragraph(kind="table", rows=rows, box=box) for box, rows in found]
+            return reading_order(paragraphs, middle), False
+        # a damaged content stream costs its page, not the file
         except Exception as exc:
-            raise DocumentLoadError(
-                f"{path.name}: not a readable pdf ({type(exc).__name__}: {exc})", path=str(path)
-            ) from exc
-        if locked:
-            raise DocumentLoadError(
-                f"{path.name}: the pdf is encrypted with a password; decrypt it and ingest it again", path=str(path)
-            )
-        return reader, page_count
+            builder.warnings.append(f"page {number}: text extraction failed ({type(exc).__name__}: {exc})")
+            return [], False
+        finally:
+            if textpage is not None:
+                textpage.close()
+            page.close()
 
 
-def _title(reader: PdfReader) -> str | None:
-    try:
-        metadata = reader.metadata
-        title = metadata.title if metadata is not None else None
-    except Exception:  # a damaged info dictionary only costs the title
+class _PageOcr:
+    """Reads pages without a text layer by OCR: the page rendered by PDFium, read by the loader's engine."""
+
+    def __init__(self, loader: PdfLoader, pdf: Any) -> None:
+        self.loader = loader
+        self.pdf = pdf
+        self.confidences: dict[str, float] = {}
+        self.skipped = 0
+
+    def read(self, number: int, builder: LayoutBuilder) -> None:
+        """OCR page ``number`` into ``builder`` (which is on that page)."""
+        engine = self.loader.engine()
+        if engine is None:
+            self.skipped += 1
+            return
+        dpi = self.loader.ocr_dpi
+        page = self.pdf[number - 1]
+        try:
+            paragraphs = engine.recognize(page.render(scale=dpi / 72, grayscale=True).to_pil())
+        except RagindexError as exc:
+            builder.warnings.append(f"page {number}: {exc.message}")
+            return
+        finally:
+            page.close()
+        add_ocr_paragraphs(builder, paragraphs, 72 / dpi)
+        if paragraphs:
+            self.confidences[str(number)] = round(sum(p.confidence for p in paragraphs) / len(paragraphs), 3)
+
+
+def add_ocr_paragraphs(builder: LayoutBuilder, paragraphs: Sequence[OcrParagraph], scale: float) -> None:
+    """OCR'd paragraphs as ``ocr_text`` blocks, their pixel boxes scaled to points by ``scale``."""
+    for p in paragraphs:
+        box = BBox(p.box.x0 * scale, p.box.top * scale, p.box.x1 * scale, p.box.bottom * scale)
+        builder.paragraph(p.text, kind=BlockKind.OCR_TEXT, bbox=box, confidence=round(p.confidence, 3))
+
+
+def _emit(builder: LayoutBuilder, paragraph: Paragraph, levels: HeadingLevels) -> None:
+    if paragraph.kind == "table":
+        builder.table(paragraph.rows or [], bbox=paragraph.bbox)
+        return
+    levels.mark(paragraph)
+    if paragraph.kind == "heading":
+        builder.heading(paragraph.text, paragraph.level, bbox=paragraph.bbox)
+    else:
+        builder.paragraph(_unwrap(paragraph.lines), bbox=paragraph.bbox)
+
+
+def _unwrap(lines: Sequence[Line]) -> str:
+    """A paragraph's lines as flowing text: a line broken after a hyphen joins the next without it."""
+    out = ""
+    for line in lines:
+        text = line.text
+        if out.endswith("-") and len(out) > 1 and out[-2].isalpha() and text[:1].islower():
+            out = out[:-1] + text
+        elif out:
+            out = join_words((out, text))
+        else:
+            out = text
+    return out
+
+
+def _open_error(path: Path, exc: Exception) -> str:
+    if "password" in str(exc).lower():
+        return f"{path.name}: the pdf is encrypted with a password; decrypt it and ingest it again"
+    return f"{path.name}: not a readable pdf ({exc})"
+
+
+def _title(metadata: Any) -> str | None:
+    value = metadata.get("Title") if isinstance(metadata, dict) else None
+    if not isinstance(value, str) or value.strip().lower() in ("", "untitled"):
         return None
-    if not isinstance(title, str) or title.strip().lower() in ("", "untitled"):
-        return None
-    return title.strip()
+    return value.strip()

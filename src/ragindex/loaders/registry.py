@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -9,18 +10,22 @@ from typing import TYPE_CHECKING
 from ragindex.errors import UnsupportedFormatError
 from ragindex.loaders.docx import DocxLoader
 from ragindex.loaders.html import HtmlLoader
+from ragindex.loaders.image import ImageLoader
 from ragindex.loaders.markdown import MarkdownLoader
+from ragindex.loaders.ocr import TesseractOcr
 from ragindex.loaders.pdf import PdfLoader
+from ragindex.loaders.pptx import PptxLoader
 from ragindex.loaders.protocol import Loader
 from ragindex.loaders.records import RecordsLoader
 from ragindex.loaders.text import TextLoader
+from ragindex.loaders.xlsx import XlsxLoader
 
 if TYPE_CHECKING:
     from ragindex.config.sections import LoadingSettings
 
 
 class LoaderRegistry:
-    """Maps lower-cased file suffixes to loaders: text, markdown, pdf, html, docx and json/jsonl records.
+    """Maps lower-cased file suffixes to loaders: text, markdown, pdf, images, html, docx/pptx/xlsx, json/jsonl.
 
     Args:
         text_fields: Record fields that form a record's text (see :class:`RecordsLoader`).
@@ -40,9 +45,12 @@ class LoaderRegistry:
         builtin: list[Loader] = [
             TextLoader(),
             MarkdownLoader(),
-            PdfLoader(),
+            PdfLoader(ocr=TesseractOcr),
+            ImageLoader(ocr=TesseractOcr),
             HtmlLoader(),
             DocxLoader(),
+            PptxLoader(),
+            XlsxLoader(),
             RecordsLoader(text_fields=text_fields, id_field=id_field, metadata_fields=metadata_fields),
         ]
         for loader in (*builtin, *extra):
@@ -87,7 +95,7 @@ class LoaderRegistry:
 
 
 def build_registry(loading: LoadingSettings) -> LoaderRegistry:
-    """The registry configured by ``loading`` (``json_text_fields``, ``json_id_field``, ``json_metadata_fields``).
+    """The registry configured by ``loading`` (record fields, OCR, page and cell limits).
 
     Args:
         loading: The loading section of the settings (``settings.loading``).
@@ -95,8 +103,14 @@ def build_registry(loading: LoadingSettings) -> LoaderRegistry:
     Returns:
         A registry with every built-in loader.
     """
+    ocr = functools.partial(TesseractOcr, loading.ocr_language_codes) if loading.ocr else None
     return LoaderRegistry(
         text_fields=loading.json_text_fields,
         id_field=loading.json_id_field,
         metadata_fields=loading.json_metadata_fields,
+        extra=[
+            PdfLoader(ocr=ocr, max_pages=loading.max_pdf_pages),
+            ImageLoader(ocr=ocr, max_pages=loading.max_pdf_pages),
+            XlsxLoader(max_cells=loading.max_spreadsheet_cells),
+        ],
     )

@@ -4,6 +4,9 @@
 stable machine shape both share. A document's stages are those of its latest pipeline run (loading, chunking,
 dense, bm25, sparse: status, duration, error); its chunk counts and chunk list are read live from the truth store,
 so a run that failed and was repaired later shows the failed run next to chunks that are now SUCCESS.
+
+``ragindex docs show ID --parsed`` and ``GET /v1/documents/{id}/parsed`` read a document's parsed artifact (the
+markdown its current version was chunked from, and its layout blocks) through :func:`read_parsed`.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from ragindex.clock import iso
 from ragindex.errors import NotFoundError, ValidationError
 from ragindex.paging import DEFAULT_LIMIT, check_limit, decode_cursor, encode_cursor
 from ragindex.store.protocol import TruthStore
-from ragindex.store.records import ChunkRow, DocumentRow, RunRow
+from ragindex.store.records import ChunkRow, DocumentRow, ParsedDocument, RunRow
 from ragindex.store.states import Lifecycle, RunStatus, Stage
 from ragindex.types import VectorKind
 
@@ -172,9 +175,7 @@ def describe_document(
     Raises:
         NotFoundError: No such document, another tenant's, or one that was deleted.
     """
-    doc = store.get_document(doc_id, user_id=user_id)
-    if doc.lifecycle_status != Lifecycle.ACTIVE:
-        raise NotFoundError(f"document {doc_id} not found (it was deleted)", doc_id=doc_id)
+    doc = _active_document(store, doc_id, user_id)
     latest = store.runs(doc_id=doc_id, limit=1)
     run = latest[0] if latest else None
     rows = None
@@ -201,3 +202,58 @@ def _stages(doc: DocumentRow, run: RunRow | None) -> tuple[StageView, ...]:
         else StageView(s, run.stages.get(s), run.durations_ms.get(s), None)
         for s in STAGES
     )
+
+
+def _active_document(store: TruthStore, doc_id: int, user_id: int | None) -> DocumentRow:
+    doc = store.get_document(doc_id, user_id=user_id)
+    if doc.lifecycle_status != Lifecycle.ACTIVE:
+        raise NotFoundError(f"document {doc_id} not found (it was deleted)", doc_id=doc_id)
+    return doc
+
+
+def read_parsed(store: TruthStore, doc_id: int, *, user_id: int | None = None) -> ParsedDocument:
+    """The parsed artifact of an ACTIVE document (of ``user_id`` when given).
+
+    Raises:
+        NotFoundError: No such document, another tenant's, a deleted one; or one without an artifact (it never
+            loaded, or was ingested before artifacts were kept), with ``reason="no_parsed_artifact"`` and the fix.
+    """
+    doc = _active_document(store, doc_id, user_id)
+    parsed = store.parsed_document(doc_id)
+    if parsed is not None:
+        return parsed
+    if doc.status == RunStatus.FAILED and not doc.content_hash:
+        why = f"it failed to load ({doc.error})" if doc.error else "it failed to load"
+        fix = "fix the file; the next ingest parses it again"
+    else:
+        why = "it was ingested before ragindex kept parsed documents"
+        fix = "re-ingest it with `ragindex ingest --full`, or it appears when its file changes"
+    raise NotFoundError(
+        f"document {doc_id} has no parsed artifact: {why}; {fix}", doc_id=doc_id, reason="no_parsed_artifact"
+    )
+
+
+def parsed_dict(parsed: ParsedDocument) -> dict[str, Any]:
+    """The stable JSON of a parsed artifact (``docs show --parsed --json``, ``GET /v1/documents/{id}/parsed``)."""
+    return {
+        "doc_id": parsed.doc_id,
+        "parser": parsed.parser,
+        "content_hash": parsed.content_hash,
+        "chars": parsed.chars,
+        "page_count": parsed.page_count,
+        "metadata": dict(parsed.metadata),
+        "created_at": iso(parsed.created_at),
+        "text": parsed.text,
+        "blocks": [
+            {
+                "kind": str(b.kind),
+                "start": b.start,
+                "end": b.end,
+                "page": b.page,
+                "bbox": b.bbox.to_list() if b.bbox is not None else None,
+                "confidence": b.confidence,
+            }
+            for b in parsed.blocks
+        ],
+        "pages": [{"page": p.page, "start": p.start} for p in parsed.pages],
+    }

@@ -68,11 +68,13 @@ class SyncLimits:
         max_chunks_per_document: A document cut into more chunks fails (``RAGINDEX_MAX_CHUNKS_PER_DOCUMENT``).
         parse_timeout_seconds: Seconds one file may take to parse; 0 parses in-process without a limit
             (``RAGINDEX_PARSE_TIMEOUT_SECONDS``).
+        parse_memory_mb: Address space of the parser process (``RAGINDEX_PARSE_MEMORY_MB``; 0: no limit).
     """
 
     max_file_bytes: int = 50 * 1024 * 1024
     max_chunks_per_document: int = 10_000
     parse_timeout_seconds: float = 120.0
+    parse_memory_mb: int = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +216,10 @@ class SourceSync:
         removed: list[str] = []
         per_file: dict[str, dict[str, int]] = {}
         t_chunking = time.perf_counter()
-        with IsolatedParser(self.loaders, timeout=self.limits.parse_timeout_seconds) as parser:
+        limits = self.limits
+        with IsolatedParser(
+            self.loaders, timeout=limits.parse_timeout_seconds, memory_mb=limits.parse_memory_mb
+        ) as parser:
             for path in files:
                 check_stop(self.stop)
                 uri = str(path)
@@ -305,8 +310,9 @@ class SourceSync:
             retry = old is not None and old.status == RunStatus.FAILED
             same = old is not None and old.content_hash == content_hash and not (ctx.force or retry)
             if same and old is not None and old.chunking_fingerprint == self.chunking_fingerprint:
-                # a records file changed, but not this record: only the file hash moves on
-                self.store.set_file_hash(old.doc_id, file_hash)
+                # a records file changed, but not this record: only the file hash moves on (and the parsed artifact
+                # of a document ingested before artifacts were kept is recorded now)
+                self.store.set_file_hash(old.doc_id, file_hash, parsed=doc)
                 counts["unchanged"] += 1
                 continue
             outcome = "retried" if retry else "rechunked" if same else "changed" if old is not None else "added"
@@ -376,6 +382,7 @@ class SourceSync:
             chunking_ms=elapsed,
             unit_kinds=self.unit_kinds,
             loading_ms=loading_ms,
+            parsed=doc,
         )
         try:
             faults.hit("chunking.after_truth_write")

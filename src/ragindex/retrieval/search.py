@@ -13,6 +13,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ragindex.encoders.protocol import DenseEncoder, SparseEncoder
 from ragindex.errors import (
@@ -31,7 +32,7 @@ from ragindex.retrieval.rerank import Reranker
 from ragindex.retrieval.terms import best_match, query_terms
 from ragindex.store.protocol import ChunkStore
 from ragindex.store.records import ChunkView
-from ragindex.types import Hit, SearchMode, SearchResult, SourceScore, Unit, VectorKind
+from ragindex.types import BBox, Hit, SearchMode, SearchResult, SourceScore, Unit, VectorKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,12 +383,20 @@ def _build_hits(fused: Sequence[Fused], views: Mapping[str, ChunkView], request:
                 start_line=chunk.start_line,
                 end_line=chunk.end_line,
                 scores=item.sources,
-                metadata=view.doc_metadata,
+                metadata=_hit_metadata(view),
+                chunk_type=chunk.chunk_type,
+                bbox=BBox.from_list(chunk.metadata.get("bbox")),
             )
         )
         if len(hits) == request.top_k:
             break
     return hits
+
+
+def _hit_metadata(view: ChunkView) -> Mapping[str, Any]:
+    """The document's metadata, plus the chunk's own facts other than its box (e.g. ``ocr``, ``pages``)."""
+    own = {k: v for k, v in view.chunk.metadata.items() if k != "bbox"}
+    return {**view.doc_metadata, **own} if own else view.doc_metadata
 
 
 def _ms(since: float) -> float:

@@ -158,6 +158,39 @@ class DocumentDetailOut(BaseModel):
     chunks: list[ChunkInfo] | None = Field(description="Every chunk and section, when asked with `chunks=true`.")
 
 
+class ParsedBlock(BaseModel):
+    """A layout element of the parsed markdown: characters ``[start, end)`` of ``text``."""
+
+    kind: str = Field(description="text, heading, table, list, caption, code or ocr_text.")
+    start: int
+    end: int
+    page: int | None = Field(description="1-based page (null for sources without pages).")
+    bbox: list[float] | None = Field(description="[x0, top, x1, bottom] in PDF points from the page's top left.")
+    confidence: float | None = Field(description="OCR confidence 0..1 (null for text that was not OCR'd).")
+
+
+class ParsedPage(BaseModel):
+    """Page ``page`` (1-based) starts at character ``start`` of ``text``."""
+
+    page: int
+    start: int
+
+
+class ParsedDocumentOut(BaseModel):
+    """``GET /v1/documents/{doc_id}/parsed`` (``ragindex docs show --parsed --json``, key ``parsed``)."""
+
+    doc_id: int
+    parser: str
+    content_hash: str = Field(description="sha256 of `text` (the document's content hash when it was recorded).")
+    chars: int
+    page_count: int | None
+    metadata: dict[str, Any] = Field(description="title, and the parser's warnings when it had any.")
+    created_at: str | None
+    text: str = Field(description="The markdown the document's current version was parsed into and chunked from.")
+    blocks: list[ParsedBlock]
+    pages: list[ParsedPage]
+
+
 class JobSummary(BaseModel):
     """A job as ``GET /v1/jobs`` lists it (``GET /v1/jobs/{job_id}`` adds progress, runs and the report)."""
 

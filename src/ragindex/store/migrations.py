@@ -96,10 +96,32 @@ def m008_document_stages(conn: Connection) -> None:
 def m009_reconciler_lock(conn: Connection) -> None:
     """The ``reconciler`` table (the reconciler's totals and, on SQLite, its lease row) and the purge scan's index.
 
-    Without ``ix_chunks_unpurged`` every pass would read the whole chunks table to find REMOVED rows not yet purged.
+    Without the purge scan's index every pass would read the whole chunks table to find REMOVED rows not yet
+    purged.
     """
     schema.reconciler.create(conn, checkfirst=True)
-    _create_missing_index(conn, schema.chunks, "ix_chunks_unpurged")
+    _create_missing_index(conn, schema.chunks, "ix_chunks_purge_scan")  # was ix_chunks_unpurged: see m011
+
+
+def m010_parsed_documents(conn: Connection) -> None:
+    """The parsed artifact of each document's current version: ``parsed_documents`` and ``parsed_parts``.
+
+    Documents ingested before it have no artifact until their file changes or a ``--full`` ingest re-parses them.
+    """
+    schema.parsed_documents.create(conn, checkfirst=True)
+    schema.parsed_parts.create(conn, checkfirst=True)
+
+
+def m011_purge_scan_index(conn: Connection) -> None:
+    """The purge scan's index with ``purged_at`` first: ``ix_chunks_purge_scan`` replaces m009's ``ix_chunks_unpurged``.
+
+    With ``lifecycle_status`` leading, SQLite's planner chose that index for every read filtered on
+    ``lifecycle_status = ?`` (a backfill by ``chunk_id``, a section's chunks) and scanned all ACTIVE rows.
+    """
+    if "ix_chunks_unpurged" in {i["name"] for i in inspect(conn).get_indexes("chunks")}:
+        on_table = " ON chunks" if conn.dialect.name in ("mysql", "mariadb") else ""
+        conn.execute(text(f"DROP INDEX ix_chunks_unpurged{on_table}"))
+    _create_missing_index(conn, schema.chunks, "ix_chunks_purge_scan")
 
 
 def _create_missing_index(conn: Connection, table: Table, name: str) -> None:
@@ -133,6 +155,8 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("m006_claim_owners", m006_claim_owners),
     ("m008_document_stages", m008_document_stages),
     ("m009_reconciler_lock", m009_reconciler_lock),
+    ("m010_parsed_documents", m010_parsed_documents),
+    ("m011_purge_scan_index", m011_purge_scan_index),
 )
 
 

@@ -26,12 +26,13 @@ from ragindex.store.records import (
     NewDocument,
     NewOwner,
     OwnerRow,
+    ParsedDocument,
     ReconcileTotals,
     RunRow,
     UnitTally,
 )
 from ragindex.store.states import CLAIMABLE, RunStatus
-from ragindex.types import ChunkDraft, Unit
+from ragindex.types import ChunkDraft, Document, Unit
 
 
 class DocumentStore(Protocol):
@@ -48,8 +49,11 @@ class DocumentStore(Protocol):
         """file_uris of a set's ACTIVE documents chunked with another chunking fingerprint (to re-chunk)."""
         ...
 
-    def set_file_hash(self, doc_id: int, file_hash: str) -> None:
-        """Move a document to a new file hash (its file changed, its own content did not)."""
+    def set_file_hash(self, doc_id: int, file_hash: str, *, parsed: Document | None = None) -> None:
+        """Move a document to a new file hash (its file changed, its own content did not).
+
+        ``parsed`` (the document as parsed now) becomes its parsed artifact if it has none of this text yet.
+        """
         ...
 
     def documents_of_file(self, user_id: int, set_id: int, file_uri: str) -> list[DocumentRow]:
@@ -71,10 +75,12 @@ class DocumentStore(Protocol):
         chunking_ms: float,
         unit_kinds: Mapping[str, Iterable[str]] | None = None,
         loading_ms: float | None = None,
+        parsed: Document | None = None,
     ) -> tuple[int, int, ChunkDiff]:
         """Record a document version, its chunk and section diff and its run in one transaction.
 
         ``unit_kinds``: the vector kinds of each unit's new rows (default: ``kinds`` for every row).
+        ``parsed``: the loaded document, kept as the version's parsed artifact (replacing the previous one).
         The run's loading and chunking stages are SUCCESS with their durations. Returns (doc_id, run_id, diff).
         """
         ...
@@ -114,7 +120,19 @@ class DocumentStore(Protocol):
         ...
 
     def remove_documents(self, doc_ids: Sequence[int]) -> list[str]:
-        """Flip documents and their chunks to REMOVED; return the chunk ids that left search."""
+        """Flip documents and their chunks to REMOVED, drop their parsed artifacts; return the ids that left search."""
+        ...
+
+
+class ParsedDocumentStore(Protocol):
+    """Parsed artifacts: the markdown (and layout blocks) each document's current version was chunked from.
+
+    Written with the version's chunks by :meth:`DocumentStore.stage_document`, one per document (a new version
+    replaces the previous one), and deleted by :meth:`DocumentStore.remove_documents`.
+    """
+
+    def parsed_document(self, doc_id: int) -> ParsedDocument | None:
+        """The parsed artifact of a document's current version; None when none is recorded (any lifecycle)."""
         ...
 
 
@@ -453,6 +471,7 @@ class ReconcileStore(Protocol):
 
 class TruthStore(
     DocumentStore,
+    ParsedDocumentStore,
     RunStore,
     ChunkStore,
     ClaimStore,

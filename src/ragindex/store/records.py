@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ragindex.types import VectorKind
+from ragindex.types import Block, PageSpan, VectorKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +51,32 @@ class DocumentRow:
 
 
 @dataclass(frozen=True, slots=True)
+class ParsedDocument:
+    """The parsed artifact of a document's current version: the markdown its chunks were cut from.
+
+    ``text`` is what the loader rendered (:attr:`ragindex.types.Document.text`); ``blocks`` are its layout elements
+    (characters ``[start, end)`` of ``text``, with page and bbox where the parser saw them); ``pages`` the start of
+    each page of a paginated source. ``content_hash`` is the sha256 of ``text``, the document's content hash when
+    the artifact was recorded.
+    """
+
+    doc_id: int
+    content_hash: str
+    parser: str
+    text: str
+    blocks: tuple[Block, ...]
+    pages: tuple[PageSpan, ...]
+    page_count: int | None
+    metadata: Mapping[str, Any]
+    created_at: datetime
+
+    @property
+    def chars(self) -> int:
+        """Length of the text in characters."""
+        return len(self.text)
+
+
+@dataclass(frozen=True, slots=True)
 class ChunkRow:
     """A chunk of the truth store with its per-kind index statuses."""
 
@@ -77,6 +103,7 @@ class ChunkRow:
     unit: str = "chunk"
     section_id: str | None = None
     context: str | None = None
+    chunk_type: str = "text"
 
     @property
     def indexed_text(self) -> str:

@@ -1,4 +1,4 @@
-"""Uploads (an ingest job per request), listing and showing documents, deleting a document."""
+"""Uploads (an ingest job per request), listing and showing documents (and their parsed markdown), deleting one."""
 
 from __future__ import annotations
 
@@ -11,11 +11,18 @@ from starlette.concurrency import run_in_threadpool
 
 from ragindex.errors import NotFoundError, ValidationError
 from ragindex.paging import DEFAULT_LIMIT, MAX_LIMIT
-from ragindex.pipeline.inspection import document_summary
+from ragindex.pipeline.inspection import document_summary, parsed_dict
 from ragindex.service import uploads
 from ragindex.service.deps import CallerDep, StateDep
 from ragindex.service.job_state import JobState
-from ragindex.service.schemas import MAX_ID, DocStatus, DocumentDetailOut, DocumentPageOut, JobAccepted
+from ragindex.service.schemas import (
+    MAX_ID,
+    DocStatus,
+    DocumentDetailOut,
+    DocumentPageOut,
+    JobAccepted,
+    ParsedDocumentOut,
+)
 from ragindex.store.records import DocumentRow
 from ragindex.store.states import Lifecycle
 
@@ -94,6 +101,21 @@ def get_document(
     """A document of the key's tenant: its fields, the stages of its last run, its chunk counts (and chunks)."""
     detail = state.engine.document(doc_id, user_id=caller.user_id, chunks=chunks)
     return DocumentDetailOut.model_validate(detail.to_dict())
+
+
+@router.get("/documents/{doc_id}/parsed", response_model=ParsedDocumentOut)
+def get_parsed_document(
+    doc_id: Annotated[int, PathParam(gt=0, le=MAX_ID)],
+    state: StateDep,
+    caller: CallerDep,
+) -> ParsedDocumentOut:
+    """The markdown a document of the key's tenant was parsed into, with its layout blocks and page starts.
+
+    404 for an unknown, deleted or other tenant's document, and for one ingested before parsed documents were kept
+    (``context.reason`` is ``no_parsed_artifact``; it appears when the file changes or is re-ingested in full).
+    """
+    parsed = state.engine.parsed_document(doc_id, user_id=caller.user_id)
+    return ParsedDocumentOut.model_validate(parsed_dict(parsed))
 
 
 @router.delete("/documents/{doc_id}")

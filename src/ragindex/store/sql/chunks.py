@@ -238,6 +238,8 @@ class _RowPlan:
             "section": draft.section,
             "token_count": draft.token_count,
             "section_id": section_id,
+            "chunk_type": draft.chunk_type,
+            "metadata": dict(draft.metadata),  # layout facts (bbox, ocr) move with the chunk like its page does
             "updated_at": self.now,
         }
         matches = by_hash.get((draft.unit, row_hash))
@@ -251,12 +253,10 @@ class _RowPlan:
             {
                 "chunk_id": chunk_id,
                 **self.base,
-                "chunk_type": draft.chunk_type,
                 "unit": draft.unit,
                 "context": draft.context,
                 "content": draft.text,
                 "content_hash": row_hash,
-                "metadata": {},
                 "lifecycle_status": Lifecycle.ACTIVE,
                 "attempts": 0,
                 "created_at": self.now,

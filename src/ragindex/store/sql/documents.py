@@ -15,10 +15,11 @@ from ragindex.store import schema
 from ragindex.store.records import ChunkDiff, DocumentRow, NewDocument
 from ragindex.store.sql.chunks import replace_chunk_rows
 from ragindex.store.sql.core import CH, DOC, RUN, SqlCore, clip_error, new_id
+from ragindex.store.sql.parsed import delete_parsed, has_parsed, write_parsed
 from ragindex.store.sql.rows import doc_row
 from ragindex.store.sql.runs import insert_run
 from ragindex.store.states import Lifecycle, RunStatus
-from ragindex.types import ChunkDraft
+from ragindex.types import ChunkDraft, Document
 
 
 class SqlDocuments(SqlCore):
@@ -62,10 +63,18 @@ class SqlDocuments(SqlCore):
             )
             return {r[0] for r in rows}
 
-    def set_file_hash(self, doc_id: int, file_hash: str) -> None:
-        """Move a document to a new file hash when its file changed but its own content did not."""
+    def set_file_hash(self, doc_id: int, file_hash: str, *, parsed: Document | None = None) -> None:
+        """Move a document to a new file hash when its file changed but its own content did not.
+
+        ``parsed``: the document as its file parses now; recorded as its parsed artifact if it has none of this
+        text yet (a document ingested before artifacts were kept gets one when its file changes).
+        """
         with self._tx() as conn:
             conn.execute(update(schema.documents).where(DOC.doc_id == doc_id).values(file_hash=file_hash))
+            if parsed is not None:
+                content_hash = sha256_text(parsed.text)
+                if not has_parsed(conn, doc_id, content_hash):
+                    write_parsed(conn, doc_id, content_hash=content_hash, parsed=parsed, now=utcnow())
 
     def documents_of_file(self, user_id: int, set_id: int, file_uri: str) -> list[DocumentRow]:
         """ACTIVE documents that came from ``file_uri`` (one for a plain file, many for a records file)."""
@@ -89,7 +98,7 @@ class SqlDocuments(SqlCore):
         """
         now = utcnow()
         with self._tx() as conn:
-            return _upsert_document(conn, doc, _document_values(doc, status, now), now)
+            return _upsert_document(conn, doc, _document_values(doc, status, now), now)[0]
 
     def stage_document(
         self,
@@ -102,18 +111,20 @@ class SqlDocuments(SqlCore):
         chunking_ms: float,
         unit_kinds: Mapping[str, Iterable[str]] | None = None,
         loading_ms: float | None = None,
+        parsed: Document | None = None,
     ) -> tuple[int, int, ChunkDiff]:
         """Record a document version, its chunks (diffed by content hash) and its run, in ONE transaction.
 
         This is the ingest's hot path: one round trip per changed document instead of five. The run is
         opened with its loading and chunking stages SUCCESS and the index stages PENDING (SKIPPED when disabled).
         ``unit_kinds`` gives the vector kinds of each unit's new rows (sections: the lexical kinds, chunks: dense);
-        by default every row gets ``kinds``. Returns (doc_id, run_id, diff).
+        by default every row gets ``kinds``. ``parsed``: the loaded document, kept as the version's parsed artifact
+        (replacing the previous version's). Returns (doc_id, run_id, diff).
         """
         enabled = set(kinds)
         now = utcnow()
         with self._tx() as conn:
-            doc_id = _upsert_document(conn, doc, _document_values(doc, RunStatus.PROCESSING, now), now)
+            doc_id, created = _upsert_document(conn, doc, _document_values(doc, RunStatus.PROCESSING, now), now)
             diff = replace_chunk_rows(
                 conn,
                 doc_id,
@@ -127,6 +138,9 @@ class SqlDocuments(SqlCore):
                 now=now,
                 unit_kinds=unit_kinds,
             )
+            if parsed is not None:
+                # a new doc_id has no artifact to replace: two statements instead of four on the hot path
+                write_parsed(conn, doc_id, content_hash=doc.content_hash, parsed=parsed, now=now, replace=not created)
             run_id = insert_run(conn, doc_id, job_id=job_id, enabled=enabled, now=now, owner_id=self.owner_id)
             conn.execute(
                 update(schema.pipeline_runs)
@@ -151,7 +165,7 @@ class SqlDocuments(SqlCore):
             "content_hash": "",
         }
         with self._tx() as conn:
-            return _upsert_document(conn, doc, values, now)
+            return _upsert_document(conn, doc, values, now)[0]
 
     def set_document_status(self, doc_id: int, status: str, error: str | None = None) -> None:
         """Set a document's processing status (PROCESSING, SUCCESS, FAILED) and error."""
@@ -210,7 +224,10 @@ class SqlDocuments(SqlCore):
         return [d for d in rows if d.file_uri == base or d.file_uri.startswith(base + "/")]
 
     def remove_documents(self, doc_ids: Sequence[int]) -> list[str]:
-        """Flip documents and their chunks to REMOVED at once; return the chunk ids that left search."""
+        """Flip documents and their chunks to REMOVED and drop their parsed artifacts, at once.
+
+        Returns the chunk ids that left search.
+        """
         if not doc_ids:
             return []
         now = utcnow()
@@ -225,6 +242,7 @@ class SqlDocuments(SqlCore):
                 .where(DOC.doc_id.in_(doc_ids))
                 .values(lifecycle_status=Lifecycle.REMOVED, updated_at=now)
             )
+            delete_parsed(conn, doc_ids)
         return ids
 
 
@@ -256,14 +274,15 @@ def _document_values(doc: NewDocument, status: str, now: datetime) -> dict[str, 
     }
 
 
-def _upsert_document(conn: Connection, doc: NewDocument, values: Mapping[str, Any], now: datetime) -> int:
+def _upsert_document(conn: Connection, doc: NewDocument, values: Mapping[str, Any], now: datetime) -> tuple[int, bool]:
+    """Update the document of ``doc``'s source, or insert it; return its doc_id and whether it was inserted now."""
     key = sha256_text(doc.source_uri)
     existing = conn.execute(
         select(DOC.doc_id).where(DOC.user_id == doc.user_id, DOC.set_id == doc.set_id, DOC.source_key == key)
     ).first()
     if existing:
         conn.execute(update(schema.documents).where(DOC.doc_id == existing[0]).values(**values))
-        return int(existing[0])
+        return int(existing[0]), False
     result = conn.execute(
         insert(schema.documents).values(
             user_id=doc.user_id,
@@ -275,4 +294,4 @@ def _upsert_document(conn: Connection, doc: NewDocument, values: Mapping[str, An
             **{"file_hash": "", "content_hash": "", **values},
         )
     )
-    return new_id(result.inserted_primary_key)
+    return new_id(result.inserted_primary_key), True

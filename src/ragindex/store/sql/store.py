@@ -10,6 +10,7 @@ from ragindex.store.sql.chunks import SqlChunkWrites
 from ragindex.store.sql.collections import SqlCollections
 from ragindex.store.sql.documents import SqlDocuments
 from ragindex.store.sql.owners import SqlOwners
+from ragindex.store.sql.parsed import SqlParsedDocuments
 from ragindex.store.sql.reconcile import SqlReconcile
 from ragindex.store.sql.runs import SqlRuns
 
@@ -23,11 +24,13 @@ class SqlTruthStore(
     SqlCollections,
     SqlEmbeddingCache,
     SqlReconcile,
+    SqlParsedDocuments,
 ):
     """The truth store on SQL (SQLite by default; MySQL/MariaDB and PostgreSQL through the same code).
 
     It implements every role of :class:`~ragindex.store.protocol.TruthStore`: documents, runs, chunks,
-    claims and their owners, collections, the embedding cache and the reconciler's lock and totals. Each role
+    claims and their owners, collections, the embedding cache, the reconciler's lock and totals and the
+    documents' parsed artifacts. Each role
     lives in its own module of this package over the shared :class:`~ragindex.store.sql.core.SqlCore`.
 
     Args:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import delete, inspect
+from sqlalchemy import Index, delete, inspect
 
 from ragindex.clock import utcnow
 from ragindex.errors import ValidationError
@@ -48,7 +48,7 @@ class ReconcileStoreContract:
     # ------------------------------------------------------------------ the migration
     def test_m009_upgrades_a_store_made_before_it(self, store: SqlTruthStore) -> None:
         """A database migrated up to m005 gets the ``reconciler`` table and the purge scan's index, once."""
-        index = next(i for i in schema.chunks.indexes if i.name == "ix_chunks_unpurged")
+        index = next(i for i in schema.chunks.indexes if i.name == "ix_chunks_purge_scan")
         with store.engine.begin() as conn:
             index.drop(conn)
             schema.reconciler.drop(conn)
@@ -57,8 +57,24 @@ class ReconcileStoreContract:
             )
         assert apply_migrations(store.engine) == ["m009_reconciler_lock"]
         with store.engine.connect() as conn:
-            assert "ix_chunks_unpurged" in {i["name"] for i in inspect(conn).get_indexes("chunks")}
+            assert "ix_chunks_purge_scan" in {i["name"] for i in inspect(conn).get_indexes("chunks")}
         assert store.reconcile_totals() is None
+        assert apply_migrations(store.engine) == []
+
+    def test_m011_replaces_the_index_that_led_with_lifecycle_status(self, store: SqlTruthStore) -> None:
+        """A database at m010 with m009's old index gets the purge scan's index the other way round, once."""
+        with store.engine.begin() as conn:
+            next(i for i in schema.chunks.indexes if i.name == "ix_chunks_purge_scan").drop(conn)
+            old = Index("ix_chunks_unpurged", schema.chunks.c.lifecycle_status, schema.chunks.c.purged_at)
+            old.create(conn)
+            schema.chunks.indexes.discard(old)  # a database's old index, not part of the schema head
+            conn.execute(
+                delete(schema.schema_migrations).where(schema.schema_migrations.c.name == "m011_purge_scan_index")
+            )
+        assert apply_migrations(store.engine) == ["m011_purge_scan_index"]
+        with store.engine.connect() as conn:
+            names = {i["name"] for i in inspect(conn).get_indexes("chunks")}
+        assert "ix_chunks_purge_scan" in names and "ix_chunks_unpurged" not in names
         assert apply_migrations(store.engine) == []
 
     # ------------------------------------------------------------------ due retries

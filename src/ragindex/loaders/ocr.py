@@ -1,0 +1,156 @@
+"""OCR of page images with Tesseract (Debian ``tesseract-ocr``), driven through its command line.
+
+Tesseract was chosen on the parsing test set (docs/parsing.md): on this 2-core machine it reads an English or a
+Chinese page at 200 dpi in about a second on one thread, keeps the spaces of English text, and needs no model
+download (the language packs are Debian packages). It runs with ``OMP_THREAD_LIMIT=1``: its OpenMP threads only
+contend with each other and with the ingest (7.7 s for a page with the default threads on a busy 2-core machine,
+0.8 s with one).
+
+The TSV output gives every word with its box, confidence and block / paragraph / line numbers; words become
+lines and lines paragraphs as Tesseract grouped them, and Chinese text loses the spaces Tesseract puts between
+its characters.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ragindex.errors import ConfigurationError, DocumentLoadError
+from ragindex.loaders.pdf_layout import join_words
+from ragindex.types import BBox
+
+if TYPE_CHECKING:
+    from PIL.Image import Image
+
+LANGUAGE_PACKS: dict[str, tuple[str, str]] = {
+    "en": ("eng", "tesseract-ocr-eng"),
+    "zh": ("chi_sim", "tesseract-ocr-chi-sim"),
+    "zh-tw": ("chi_tra", "tesseract-ocr-chi-tra"),
+    "ja": ("jpn", "tesseract-ocr-jpn"),
+    "ko": ("kor", "tesseract-ocr-kor"),
+    "de": ("deu", "tesseract-ocr-deu"),
+    "fr": ("fra", "tesseract-ocr-fra"),
+    "es": ("spa", "tesseract-ocr-spa"),
+}
+"""Language codes of ``RAGINDEX_OCR_LANGUAGES`` -> (Tesseract's name, the Debian package that ships it).
+Any other value is passed to Tesseract as it is (e.g. ``por``)."""
+
+OCR_DPI = 200
+"""Resolution pages are rendered at for OCR: body text of 9-12 pt is then 25-33 px high, where Tesseract reads
+well; 300 dpi costs twice the time for no gain on the test set."""
+
+_TIMEOUT_SECONDS = 120
+
+
+@dataclass(frozen=True, slots=True)
+class OcrParagraph:
+    """A paragraph Tesseract found: its lines, its box in image pixels and its mean word confidence (0..1)."""
+
+    text: str
+    box: BBox
+    confidence: float
+
+
+class TesseractOcr:
+    """Reads images with the ``tesseract`` command.
+
+    Args:
+        languages: Language codes (``en``, ``zh``, ... see :data:`LANGUAGE_PACKS`, or Tesseract's own names).
+        command: The Tesseract executable.
+
+    Raises:
+        ConfigurationError: Tesseract is not installed, or a language pack is missing (the message names the
+            Debian package to install).
+    """
+
+    name = "tesseract"
+
+    def __init__(self, languages: Sequence[str] = ("en", "zh"), command: str = "tesseract") -> None:
+        found = shutil.which(command)
+        if found is None:
+            raise ConfigurationError(
+                f"OCR needs Tesseract, and {command!r} is not on PATH: install the Debian package tesseract-ocr "
+                "(apt-get install tesseract-ocr tesseract-ocr-chi-sim), or set RAGINDEX_OCR=off",
+                field="ocr",
+            )
+        self.command = found
+        self.languages = tuple(languages)
+        wanted = [LANGUAGE_PACKS.get(code, (code, f"tesseract-ocr-{code}")) for code in self.languages]
+        installed = _installed_languages(found)
+        missing = [package for name, package in wanted if name not in installed]
+        if missing:
+            raise ConfigurationError(
+                f"OCR language pack(s) not installed: {', '.join(missing)}; install them "
+                f"(apt-get install {' '.join(missing)}) or change RAGINDEX_OCR_LANGUAGES "
+                f"(installed: {', '.join(sorted(installed)) or 'none'})",
+                field="ocr_languages",
+            )
+        self._lang = "+".join(name for name, _ in wanted)
+
+    def recognize(self, image: Image) -> list[OcrParagraph]:
+        """The paragraphs of text on ``image``, in Tesseract's reading order.
+
+        Raises:
+            DocumentLoadError: Tesseract failed or timed out on the image.
+        """
+        png = io.BytesIO()
+        image.save(png, format="PNG")
+        env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
+        try:
+            done = subprocess.run(
+                [self.command, "-", "stdout", "-l", self._lang, "--psm", "3", "tsv"],
+                input=png.getvalue(),
+                capture_output=True,
+                timeout=_TIMEOUT_SECONDS,
+                env=env,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise DocumentLoadError(f"OCR took longer than {_TIMEOUT_SECONDS} s on one page") from exc
+        if done.returncode != 0:
+            detail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
+            raise DocumentLoadError(f"OCR failed (tesseract exit {done.returncode}: {detail[0]})")
+        return parse_tsv(done.stdout.decode("utf-8", "replace"))
+
+
+def parse_tsv(tsv: str) -> list[OcrParagraph]:
+    """Tesseract's TSV output -> paragraphs (words with confidence < 0 are layout rows and are skipped)."""
+    lines: dict[tuple[int, int, int], list[tuple[str, BBox, float]]] = {}
+    for row in tsv.splitlines()[1:]:
+        cells = row.split("\t")
+        if len(cells) < 12 or cells[0] != "5":
+            continue
+        text = cells[11].strip()
+        confidence = float(cells[10])
+        if not text or confidence < 0:
+            continue
+        left, top, width, height = (float(c) for c in cells[6:10])
+        key = (int(cells[2]), int(cells[3]), int(cells[4]))
+        lines.setdefault(key, []).append((text, BBox(left, top, left + width, top + height), confidence / 100))
+    paragraphs: dict[tuple[int, int], list[list[tuple[str, BBox, float]]]] = {}
+    for (block, paragraph, _), words in lines.items():
+        paragraphs.setdefault((block, paragraph), []).append(words)
+    out: list[OcrParagraph] = []
+    for paragraph_lines in paragraphs.values():
+        words = [w for line in paragraph_lines for w in line]
+        box = words[0][1]
+        for _, word_box, _ in words[1:]:
+            box = box.union(word_box)
+        text = "\n".join(join_words(w[0] for w in line) for line in paragraph_lines)
+        out.append(OcrParagraph(text=text, box=box, confidence=sum(w[2] for w in words) / len(words)))
+    return out
+
+
+def _installed_languages(command: str) -> set[str]:
+    try:
+        done = subprocess.run([command, "--list-langs"], capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return set()
+    listing = (done.stdout or done.stderr).decode("utf-8", "replace").splitlines()
+    return {line.strip() for line in listing[1:] if line.strip()}

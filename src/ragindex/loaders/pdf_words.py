@@ -1,0 +1,122 @@
+"""A PDF page's text runs with their boxes and fonts (PDFium), and its ruled tables (pdfplumber, only where drawn).
+
+PDFium (pypdfium2, Apache-2.0/BSD) reads a page's text in ~7 ms; pdfminer, under pdfplumber, takes ~125 ms for
+the same page (docs/parsing.md). So text always comes from PDFium: each of its text rectangles (a run of
+characters on one line, split where the text jumps, e.g. at a column gutter) becomes a "word" with its box, font
+size and font name, in the top-left coordinates pdfplumber uses. pdfplumber's ruling-line table finder runs only
+on pages that draw enough path objects to hold a grid, so a page without lines never pays for pdfminer.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import io
+from collections.abc import Sequence
+from typing import Any
+
+from ragindex.types import BBox
+
+MIN_TABLE_PATHS = 4
+"""Path objects a page needs before its tables are looked for (a ruled 2 x 2 table draws at least 4 lines)."""
+MIN_TABLE_ROWS = 2
+MIN_TABLE_COLUMNS = 2
+
+Word = dict[str, object]
+Table = tuple[BBox, list[list[str | None]]]
+
+
+def page_words(page: Any, textpage: Any) -> list[Word]:
+    """The text runs of a PDFium page as pdfplumber-style words, ``top`` measured from the top of the page.
+
+    Each word has ``text``, ``x0``, ``x1``, ``top``, ``bottom``, ``size`` and ``fontname`` (``-Bold`` appended
+    when the font's weight is 600 or more).
+    """
+    import pypdfium2.raw as pdfium_c
+
+    height = page.get_height()
+    name = ctypes.create_string_buffer(128)
+    flags = ctypes.c_int()
+    words: list[Word] = []
+    for i in range(textpage.count_rects()):
+        left, bottom, right, top = textpage.get_rect(i)
+        text = textpage.get_text_bounded(left, bottom, right, top).strip()
+        if not text:
+            continue
+        index = pdfium_c.FPDFText_GetCharIndexAtPos(textpage.raw, left + 0.5, (bottom + top) / 2, 2.0, 2.0)
+        size, font = 0.0, ""
+        if index >= 0:
+            size = round(float(pdfium_c.FPDFText_GetFontSize(textpage.raw, index)), 1)
+            if pdfium_c.FPDFText_GetFontInfo(textpage.raw, index, name, len(name), ctypes.byref(flags)):
+                font = name.value.decode("latin-1", "replace")
+            if pdfium_c.FPDFText_GetFontWeight(textpage.raw, index) >= 600:
+                font += "-Bold"
+        words.append(
+            {
+                "text": " ".join(text.split()),
+                "x0": left,
+                "x1": right,
+                "top": height - top,
+                "bottom": height - bottom,
+                "size": size,
+                "fontname": font,
+            }
+        )
+    return words
+
+
+def draws_paths(page: Any) -> bool:
+    """Whether the page draws enough path objects (lines, rectangles) to hold a ruled table."""
+    import pypdfium2.raw as pdfium_c
+
+    for count, _ in enumerate(page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_PATH], max_depth=2), 1):
+        if count >= MIN_TABLE_PATHS:
+            return True
+    return False
+
+
+def shows_image(page: Any) -> bool:
+    """Whether the page draws an image (a scan) — a page with neither text nor images is blank."""
+    import pypdfium2.raw as pdfium_c
+
+    return any(True for _ in page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_IMAGE], max_depth=2))
+
+
+class RuledTables:
+    """pdfplumber's table finder, opened on the first page that needs it (pdfminer parses only those pages)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self._pdf: Any = None
+
+    def find(self, number: int) -> list[Table]:
+        """The ruled tables of page ``number`` (1-based) with at least 2 rows and 2 columns."""
+        if self._pdf is None:
+            import pdfplumber
+
+            self._pdf = pdfplumber.open(io.BytesIO(self.data))
+        page = self._pdf.pages[number - 1]
+        try:
+            out: list[Table] = []
+            for table in page.find_tables():
+                rows = table.extract()
+                if len(rows) >= MIN_TABLE_ROWS and max((len(r) for r in rows), default=0) >= MIN_TABLE_COLUMNS:
+                    out.append((BBox(*table.bbox), rows))
+            return out
+        finally:
+            page.close()
+
+    def close(self) -> None:
+        """Close the pdfplumber document if it was opened."""
+        if self._pdf is not None:
+            self._pdf.close()
+
+
+def outside(words: Sequence[Word], boxes: Sequence[BBox]) -> list[Word]:
+    """The words whose centre lies in none of ``boxes`` (a table's words are read from the table)."""
+
+    def inside(word: Word) -> bool:
+        x = (float(word["x0"]) + float(word["x1"])) / 2  # type: ignore[arg-type]
+        y = (float(word["top"]) + float(word["bottom"])) / 2  # type: ignore[arg-type]
+        return any(b.x0 <= x <= b.x1 and b.top <= y <= b.bottom for b in boxes)
+
+    return [w for w in words if not inside(w)]

@@ -1,0 +1,120 @@
+"""The parsed artifact through the real engine (SQLite, Qdrant Edge, the shipped model): kept per document version.
+
+A markdown file and a small PDF are ingested; each document's parsed markdown (with the PDF's headings, pages and
+boxes) comes back from ``Engine.parsed_document``; a changed file replaces it, an unchanged run leaves it alone, a
+deleted document loses it, and a document recorded before artifacts were kept says how to get one.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from sqlalchemy import delete
+
+from ragindex.engine import Engine
+from ragindex.errors import NotFoundError
+from ragindex.hashing import sha256_text
+from ragindex.store import schema
+from ragindex.types import BlockKind
+
+pytestmark = pytest.mark.integration
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+NOTES = "# Field notes\n\n## Bees\n\nHoneybee colonies have one queen and thousands of workers.\n"
+NOTES_V2 = "# Field notes\n\n## Wasps\n\nPaper wasps build nests of chewed wood fibre.\n"
+
+
+def _forget_artifact(engine: Engine, doc_id: int) -> None:
+    """Make ``doc_id`` look like a document ingested before parsed artifacts were kept."""
+    with engine.store.engine.begin() as conn:  # type: ignore[attr-defined]
+        conn.execute(delete(schema.parsed_parts).where(schema.parsed_parts.c.doc_id == doc_id))
+        conn.execute(delete(schema.parsed_documents).where(schema.parsed_documents.c.doc_id == doc_id))
+
+
+def test_each_document_version_keeps_its_parsed_markdown(make_engine: Callable[..., Engine], tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    shutil.copy(EXAMPLES / "solar_system.pdf", corpus)
+    (corpus / "notes.md").write_text(NOTES, encoding="utf-8")
+
+    with make_engine() as engine:
+        assert engine.ingest([corpus]).documents["added"] == 2
+        docs = {d.filename: d for d in engine.store.list_documents()}
+        pdf_id, md_id = docs["solar_system.pdf"].doc_id, docs["notes.md"].doc_id
+
+        pdf = engine.parsed_document(pdf_id, user_id=1)
+        assert pdf.parser == "pdf" and pdf.page_count == 3 and [p.page for p in pdf.pages] == [1, 2, 3]
+        assert pdf.text.startswith("# The Sun and the Inner Planets\n")
+        assert pdf.content_hash == sha256_text(pdf.text) == docs["solar_system.pdf"].content_hash
+        headings = [pdf.text[b.start : b.end] for b in pdf.blocks if b.kind == BlockKind.HEADING]
+        assert "# The Sun and the Inner Planets" in headings and len(headings) >= 2
+        assert all(b.page in (1, 2, 3) and b.bbox is not None for b in pdf.blocks)
+        chunks = engine.store.chunks_of_document(pdf_id)
+        assert all(c.content.split()[0] in pdf.text for c in chunks), "the chunks were cut from this text"
+
+        notes = engine.parsed_document(md_id)
+        assert (notes.text, notes.parser) == (NOTES, "markdown")
+        first_at = notes.created_at
+        with pytest.raises(NotFoundError):
+            engine.parsed_document(md_id, user_id=2)
+
+        report = engine.ingest([corpus])  # nothing changed: nothing is re-parsed or rewritten
+        assert report.documents["unchanged"] == 2
+        assert engine.parsed_document(md_id).created_at == first_at
+
+        (corpus / "notes.md").write_text(NOTES_V2, encoding="utf-8")
+        assert engine.ingest([corpus]).documents["changed"] == 1
+        changed = engine.parsed_document(md_id)
+        assert changed.text == NOTES_V2 and changed.content_hash == sha256_text(NOTES_V2) != notes.content_hash
+        assert engine.parsed_document(pdf_id).created_at == pdf.created_at, "the PDF did not change"
+
+        engine.delete_document(md_id)
+        with pytest.raises(NotFoundError, match="deleted"):
+            engine.parsed_document(md_id)
+        assert engine.store.parsed_document(md_id) is None
+        assert engine.parsed_document(pdf_id).text == pdf.text
+
+
+def test_a_document_from_before_artifacts_says_how_to_get_one(
+    make_engine: Callable[..., Engine], tmp_path: Path
+) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "notes.md").write_text(NOTES, encoding="utf-8")
+    with make_engine() as engine:
+        engine.ingest([corpus])
+        (doc,) = engine.store.list_documents()
+        _forget_artifact(engine, doc.doc_id)
+
+        engine.ingest([corpus])  # unchanged: not re-parsed, so still none
+        with pytest.raises(NotFoundError, match=r"no parsed artifact.*ingest --full.*file changes") as missing:
+            engine.parsed_document(doc.doc_id)
+        assert missing.value.context == {"doc_id": doc.doc_id, "reason": "no_parsed_artifact"}
+
+        report = engine.ingest([corpus], full=True)
+        assert report.documents["changed"] == 1, "--full re-parses every file"
+        assert engine.parsed_document(doc.doc_id).text == NOTES
+        assert report.chunks["embedded"] == 0, "a full re-ingest of unchanged text re-embeds nothing"
+
+
+def test_an_unchanged_record_of_a_changed_records_file_gets_its_missing_artifact(
+    make_engine: Callable[..., Engine], tmp_path: Path
+) -> None:
+    """The record is not re-chunked (its text is the same), but the parse of its changed file is kept for it."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    records = corpus / "faq.jsonl"
+    records.write_text('{"_id": "a", "text": "Alpha answer."}\n{"_id": "b", "text": "Beta answer."}\n', "utf-8")
+    with make_engine() as engine:
+        engine.ingest([corpus])
+        docs = {d.source_uri.rsplit("#", 1)[-1]: d for d in engine.store.list_documents()}
+        _forget_artifact(engine, docs["a"].doc_id)
+
+        records.write_text('{"_id": "a", "text": "Alpha answer."}\n{"_id": "b", "text": "Beta, revised."}\n', "utf-8")
+        report = engine.ingest([corpus])
+        assert (report.documents["unchanged"], report.documents["changed"]) == (1, 1)
+        assert "Alpha answer." in engine.parsed_document(docs["a"].doc_id).text
+        assert "Beta, revised." in engine.parsed_document(docs["b"].doc_id).text
