@@ -51,7 +51,6 @@ class Headings:
         i = bisect_right(self._starts, offset) - 1
         return self.items[i].title if i >= 0 else None
 
-
     def path_at(self, offset: int) -> list[str]:
         """Titles of the headings enclosing ``offset``, outermost first (``["Report", "Results", "North"]``).
 
