@@ -1,6 +1,8 @@
 """Compare PDF, office and OCR parsers on the set that ``bench/parsing_set.py`` builds (issue 12).
 
 ``python bench/parse_compare.py [--set /tmp/ragindex-parsing-set] [--only NAME,...] [--out results.json]``
+(``--pipeline`` adds parse + ragindex's default chunker on ``long-300.pdf``); ``python bench/parse_compare.py
+--table results.json`` prints the results as markdown tables.
 
 Every (candidate, file) pair runs in a fresh child process (``--child``); the parent reads the child's
 peak RSS from ``os.wait4`` and the child reports its import and parse times and the text it produced
@@ -130,7 +132,11 @@ def run_pdfplumber(path: Path, struct: bool = False) -> tuple[str, int]:
     with pdfplumber.open(path) as pdf:
         pages = len(pdf.pages)
         if not struct:
-            return "\n\n".join(p.extract_text() or "" for p in pdf.pages), pages
+            texts = []
+            for page in pdf.pages:
+                texts.append(page.extract_text() or "")
+                page.close()  # frees the page's cached objects: without it RSS grows with the page count
+            return "\n\n".join(texts), pages
         items: list[tuple[float, str]] = []
         for page in pdf.pages:
             tables = page.find_tables()
@@ -151,6 +157,7 @@ def run_pdfplumber(path: Path, struct: bool = False) -> tuple[str, int]:
             for _, group in sorted(placed, key=lambda p: p[0]):
                 items.extend(group)
             items.append((0.0, ""))
+            page.close()
         body = [(s, t) for s, t in items if s > 0]
         marked = iter(heading_lines(body))
         out = [next(marked) if s > 0 else t for s, t in items]
@@ -164,12 +171,14 @@ def run_docling_parse(path: Path) -> tuple[str, int]:
     doc = DoclingPdfParser(loglevel="fatal").load(path)
     pages = doc.number_of_pages()
     lines: list[tuple[float, str]] = []
-    for _, page in doc.iterate_pages():
+    for number in range(1, pages + 1):
+        page = doc.get_page(number)
         lines.extend(
             (round(cell.rect.to_bounding_box().height, 0), cell.text)
             for cell in page.iterate_cells(unit_type=TextCellUnit.LINE)
         )
         lines.append((0.0, ""))
+        doc.unload_pages((number, number + 1))  # else every decoded page stays cached (2 GB for 300 pages)
     return "\n".join(heading_lines(lines)), pages
 
 
@@ -518,7 +527,8 @@ def run_child(args: list[str], timeout: float) -> tuple[dict[str, Any], float, f
         if time.perf_counter() > deadline:
             proc.kill()
             _, status, rusage = os.wait4(proc.pid, 0)
-            break
+            out.unlink(missing_ok=True)
+            return {"ok": False, "error": f"timed out after {timeout:.0f} s"}, rusage.ru_maxrss / 1024, timeout
         time.sleep(0.02)
     wall = time.perf_counter() - started
     err.seek(0)
@@ -547,7 +557,51 @@ def plan(truth: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
     return pairs
 
 
+def fmt(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value)
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    """The results as one markdown table per kind of file (what docs/parsing.md quotes)."""
+    columns = [
+        "candidate",
+        "file",
+        "pages_per_s",
+        "parse_s",
+        "import_s",
+        "rss_mib",
+        "headings",
+        "cells_row",
+        "cells_col",
+        "borderless_row",
+        "borderless_col",
+        "order",
+        "two_col",
+        "notes",
+        "ocr_cer",
+        "ocr_bag",
+    ]
+    out = []
+    for kind in ("text-pdf", "pipeline", "scan", "image", "docx", "html", "pptx", "xlsx"):
+        rows = [r for r in results if r["kind"] == kind]
+        if not rows:
+            continue
+        used = [c for c in columns if any(c in r for r in rows)]
+        out += [f"\n### {kind}\n", "| " + " | ".join(used) + " | error |", "|" + " --- |" * (len(used) + 1)]
+        for r in rows:
+            err = (r.get("error") or "")[:90].replace("|", "/")
+            out.append("| " + " | ".join(fmt(r.get(c)) for c in used) + f" | {err} |")
+    return "\n".join(out)
+
+
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--table":
+        print(table(json.loads(Path(sys.argv[2]).read_text(encoding="utf-8"))))
+        return
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         _, _, candidate, path, lang, out = sys.argv
         child(candidate, Path(path), lang, Path(out))
