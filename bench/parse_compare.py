@@ -106,6 +106,7 @@ def run_pypdfium2(path: Path, struct: bool = False) -> tuple[str, int]:
             n = tp.count_chars()
             buf: list[str] = []
             size = 0.0
+            box = raw.FS_RECTF()
             for k in range(n):
                 ch = chr(raw.FPDFText_GetUnicode(tp.raw, k))
                 if ch in "\r\n":
@@ -114,7 +115,10 @@ def run_pypdfium2(path: Path, struct: bool = False) -> tuple[str, int]:
                     buf, size = [], 0.0
                     continue
                 buf.append(ch)
-                size = max(size, raw.FPDFText_GetFontSize(tp.raw, k))
+                # the glyph's loose box (font ascent to descent, text matrix applied), not FPDFText_GetFontSize:
+                # that is the nominal size, 1.0 for every char of a pdf that scales text by its matrix (Quartz)
+                if raw.FPDFText_GetLooseCharBox(tp.raw, k, box):
+                    size = max(size, round(abs(box.top - box.bottom), 1))
             if buf:
                 lines.append((size, "".join(buf)))
             lines.append((0.0, ""))
