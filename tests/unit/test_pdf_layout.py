@@ -46,9 +46,9 @@ def _report_pdf() -> bytes:
     pdf.setFont("Helvetica", 10)
     left = ["Left column opens the notes here.", *[f"Left note {i}: the yard was inspected today." for i in range(6)]]
     right = ["Right column follows the left one.", *[f"Right note {i}: the gate had short delays." for i in range(6)]]
-    for i, (a, b) in enumerate(zip(left, right, strict=True)):
-        pdf.drawString(72, 690 - 13 * i, a)
-        pdf.drawString(330, 690 - 13 * i, b)
+    for x, column in ((72, left), (330, right)):  # column by column, as writers emit them
+        for i, line in enumerate(column):
+            pdf.drawString(x, 690 - 13 * i, line)
     pdf.showPage()
     pdf.save()
     return buffer.getvalue()
@@ -99,6 +99,42 @@ def test_two_columns_are_read_left_column_first(tmp_path: Path, report: bytes) -
     ]
     assert positions == sorted(positions)
     assert "today. Right" not in doc.text  # no line runs across the gutter
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "parsing"
+
+
+def test_a_libreoffice_report_keeps_columns_labels_and_headings() -> None:
+    """The LibreOffice fixture (tests/fixtures/parsing/README.md): headings, a ruled table, a table without rules,
+    two columns."""
+    path = FIXTURES / "report.pdf"
+    doc = PdfLoader().load(path, path.read_bytes())[0]
+    text = doc.text
+    assert text.startswith("# Quarterly Operations Report\n\n")
+    assert "\n## Regional Results\n" in text and "\n## Staffing Summary\n" in text and "\n# Field Notes\n" in text
+    assert "| West | 3,743 | 3,802 | 3,866 |" in text
+    assert "\nAberdeen 41 17\n" in text  # a row of the table without rules keeps its label with its values
+    amber = [text.index(f"Amber note {n}") for n in ("one", "two", "three")]
+    birch = [text.index(f"Birch note {n}") for n in ("one", "two", "three")]
+    assert amber == sorted(amber) and birch == sorted(birch) and amber[-1] < birch[0]  # left column first
+
+
+def test_merged_rows_of_a_table_finder_are_split_again() -> None:
+    from ragindex.loaders.pdf_words import _plausible, split_merged_rows
+
+    rows = [
+        ["State", "Permit\nHandgun", "Total"],
+        ["Alabama\nAlaska", "18,870\n209", "71,137\n7,095"],
+        ["Ohio", None, "1"],
+    ]
+    assert split_merged_rows(rows) == [
+        ["State", "Permit\nHandgun", "Total"],
+        ["Alabama", "18,870", "71,137"],
+        ["Alaska", "209", "7,095"],
+        ["Ohio", None, "1"],
+    ]
+    assert not _plausible([["a", "b"], ["\n".join(map(str, range(20))), "x"]])  # a whole column in one cell
+    assert _plausible(rows)
 
 
 def test_pdf_chunks_carry_page_section_type_and_box(tmp_path: Path, report: bytes) -> None:
@@ -244,3 +280,17 @@ def test_tesseract_tsv_becomes_paragraphs_and_chinese_loses_its_spaces() -> None
     assert first.box.to_list() == [10.0, 10.0, 100.0, 42.0]
     assert first.confidence == pytest.approx((0.965 + 0.91 + 0.89 + 0.80) / 4)
     assert second.text == "other"
+
+
+def test_a_scanned_chinese_page_is_read_with_the_default_languages(tmp_path: Path) -> None:
+    """The Chinese fixture: a LibreOffice page (Noto CJK) rasterised by pdftoppm (see its README)."""
+    from ragindex.config import Settings
+    from ragindex.loaders.registry import build_registry
+
+    path = FIXTURES / "scan-zh.png"
+    (doc,) = build_registry(Settings().loading).for_path(path).load(path, path.read_bytes())
+    assert "本报告总结了北方仓储网络第三季度的运营情况" in doc.text
+    assert doc.metadata["ocr_pages"]["1"] > 0.8
+    scanned = FIXTURES / "scanned-en.pdf"
+    (english,) = build_registry(Settings().loading).for_path(scanned).load(scanned, scanned.read_bytes())
+    assert "Quarterly Operations Report" in english.text and english.metadata["page_count"] == 1

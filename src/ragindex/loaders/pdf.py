@@ -10,7 +10,9 @@ in docs/parsing.md. The libraries are imported when a pdf is loaded, never at pa
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,9 +25,16 @@ from ragindex.loaders.pdf_layout import (
     join_words,
     lines_of,
     paragraphs_of,
-    reading_order,
+    place_tables,
 )
-from ragindex.loaders.pdf_words import RuledTables, draws_paths, outside, page_words, shows_image
+from ragindex.loaders.pdf_words import (
+    RuledTables,
+    draws_paths,
+    outside,
+    page_words,
+    shows_image,
+    split_merged_rows,
+)
 from ragindex.types import BBox, BlockKind, Document
 
 if TYPE_CHECKING:
@@ -45,15 +54,19 @@ class PdfLoader:
             skipped with a warning.
         max_pages: A pdf with more pages fails alone (a runaway or hostile file).
         ocr_dpi: Resolution of the page images read by OCR.
+        ocr_workers: Pages OCR'd at once (0: one per core, at most 4).
     """
 
     name: str = "pdf"
     suffixes: tuple[str, ...] = (".pdf",)
 
-    def __init__(self, *, ocr: OcrFactory | None = None, max_pages: int = 2000, ocr_dpi: int = 200) -> None:
+    def __init__(
+        self, *, ocr: OcrFactory | None = None, max_pages: int = 2000, ocr_dpi: int = 200, ocr_workers: int = 0
+    ) -> None:
         self.ocr = ocr
         self.max_pages = max_pages
         self.ocr_dpi = ocr_dpi
+        self.ocr_workers = ocr_workers or min(os.cpu_count() or 1, 4)
         self._engine: TesseractOcr | None = None
 
     def __getstate__(self) -> dict[str, Any]:  # the engine is rebuilt in the parser process, never pickled
@@ -88,10 +101,10 @@ class PdfLoader:
             builder = LayoutBuilder(str(path), self.name)
             pages = [self._read_page(pdf, number, tables, builder) for number in range(1, page_count + 1)]
             levels = HeadingLevels(line for page, _ in pages for p in page if p.kind != "table" for line in p.lines)
-            for number, (paragraphs, pictured) in enumerate(pages, 1):
+            ocr.run([number for number, (paragraphs, pictured) in enumerate(pages, 1) if pictured and not paragraphs])
+            for number, (paragraphs, _) in enumerate(pages, 1):
                 builder.start_page(number)
-                if not paragraphs and pictured:
-                    ocr.read(number, builder)
+                ocr.emit(number, builder)
                 for paragraph in paragraphs:
                     _emit(builder, paragraph, levels)
             title = _title(pdf.get_metadata_dict())
@@ -135,10 +148,9 @@ class PdfLoader:
                 return [], shows_image(page)
             found = tables.find(number) if draws_paths(page) else []
             words = outside(words, [box for box, _ in found]) if found else words
-            lines, middle = lines_of(words, float(page.get_width()))
-            paragraphs = paragraphs_of(lines, middle)
-            paragraphs += [Paragraph(kind="table", rows=rows, box=box) for box, rows in found]
-            return reading_order(paragraphs, middle), False
+            paragraphs = paragraphs_of(lines_of(words))
+            ruled = [Paragraph(kind="table", rows=split_merged_rows(rows), box=box) for box, rows in found]
+            return place_tables(paragraphs, ruled), False
         # a damaged content stream costs its page, not the file
         except Exception as exc:
             builder.warnings.append(f"page {number}: text extraction failed ({type(exc).__name__}: {exc})")
@@ -150,32 +162,61 @@ class PdfLoader:
 
 
 class _PageOcr:
-    """Reads pages without a text layer by OCR: the page rendered by PDFium, read by the loader's engine."""
+    """Reads pages without a text layer by OCR, several at once.
+
+    PDFium renders the pages one after the other (it is not thread-safe); Tesseract reads them in parallel, one
+    process per worker (each single-threaded: see :mod:`ragindex.loaders.ocr`), with at most ``workers`` page
+    images held at a time.
+    """
 
     def __init__(self, loader: PdfLoader, pdf: Any) -> None:
         self.loader = loader
         self.pdf = pdf
         self.confidences: dict[str, float] = {}
         self.skipped = 0
+        self.results: dict[int, list[OcrParagraph] | str] = {}  # page -> paragraphs, or the error's message
 
-    def read(self, number: int, builder: LayoutBuilder) -> None:
-        """OCR page ``number`` into ``builder`` (which is on that page)."""
-        engine = self.loader.engine()
+    def run(self, numbers: Sequence[int]) -> None:
+        """OCR the pages ``numbers`` (results in :attr:`results`)."""
+        engine = self.loader.engine() if numbers else None
         if engine is None:
-            self.skipped += 1
+            self.skipped += len(numbers)
             return
         dpi = self.loader.ocr_dpi
-        page = self.pdf[number - 1]
-        try:
-            paragraphs = engine.recognize(page.render(scale=dpi / 72, grayscale=True).to_pil())
-        except RagindexError as exc:
-            builder.warnings.append(f"page {number}: {exc.message}")
+        workers = max(1, min(self.loader.ocr_workers, len(numbers)))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            pending: dict[int, Future[list[OcrParagraph]]] = {}
+            for number in numbers:
+                if len(pending) >= workers:
+                    self._collect(pending, wait_for_one=True)
+                page = self.pdf[number - 1]
+                try:
+                    image = page.render(scale=dpi / 72, grayscale=True).to_pil()
+                finally:
+                    page.close()
+                pending[number] = pool.submit(engine.recognize, image)
+            self._collect(pending, wait_for_one=False)
+
+    def _collect(self, pending: dict[int, Future[list[OcrParagraph]]], *, wait_for_one: bool) -> None:
+        if wait_for_one:
+            wait(pending.values(), return_when=FIRST_COMPLETED)
+        for number in [n for n, f in pending.items() if f.done() or not wait_for_one]:
+            future = pending.pop(number)
+            try:
+                self.results[number] = future.result()
+            except RagindexError as exc:
+                self.results[number] = exc.message
+
+    def emit(self, number: int, builder: LayoutBuilder) -> None:
+        """Add page ``number``'s OCR'd paragraphs to ``builder`` (which is on that page)."""
+        result = self.results.get(number)
+        if isinstance(result, str):
+            builder.warnings.append(f"page {number}: {result}")
             return
-        finally:
-            page.close()
-        add_ocr_paragraphs(builder, paragraphs, 72 / dpi)
-        if paragraphs:
-            self.confidences[str(number)] = round(sum(p.confidence for p in paragraphs) / len(paragraphs), 3)
+        if not result:
+            return
+        add_ocr_paragraphs(builder, result, 72 / self.loader.ocr_dpi)
+        self.confidences[str(number)] = round(sum(p.confidence for p in result) / len(result), 3)
 
 
 def add_ocr_paragraphs(builder: LayoutBuilder, paragraphs: Sequence[OcrParagraph], scale: float) -> None:

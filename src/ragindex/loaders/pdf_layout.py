@@ -1,12 +1,15 @@
-"""Reading order, headings and paragraphs of a PDF page from its words (pdfplumber), with no model.
+"""Reading order, headings and paragraphs of a PDF page from its text runs, with no model.
 
 The rules, chosen on the parsing test set (docs/parsing.md):
 
-* **Lines**: words whose vertical centres are within half a line height, left to right.
-* **Paragraphs**: consecutive lines of one column with a gap under 0.9 line heights and the same font size.
-* **Columns**: a paragraph lying wholly left or right of the page's middle is a column paragraph; one crossing
-  it is full-width. Reading order walks the page top to bottom; at each full-width paragraph, the column
-  paragraphs above it are emitted left column first, then right.
+* **Order**: the pdf's own order of its text (the content stream's). Writers emit text column by column, so this
+  keeps two- and three-column pages in reading order, where every order by position (top to bottom, left to
+  right) read across the columns on the test set (LibreOffice's two columns, the Federal Register's three).
+* **Lines**: consecutive runs at the same height, each starting right of the last (a table row without rules
+  stays one line, its label with its values).
+* **Paragraphs**: consecutive lines with a gap under 0.9 line heights, the same size and weight, and starting
+  within the paragraph's horizontal extent (a jump to another column starts a new paragraph).
+* **Tables** (found elsewhere) take the place of their words, before the first paragraph below their top.
 * **Headings**: a paragraph of at most three lines whose font is at least 15% larger than the document's body
   size (the size with the most characters) is a heading; larger sizes get lower levels (the largest is level 1).
   A short bold single line in body size, not ending in a sentence stop, is a heading one level below the
@@ -25,8 +28,6 @@ _HEADING_RATIO = 1.15
 _PARAGRAPH_GAP = 0.9
 _MAX_HEADING_LINES = 3
 _MAX_HEADING_CHARS = 200
-_COLUMN_SHARE = 0.25
-_MIN_COLUMN_ROWS = 3
 _SENTENCE_STOPS = (".", ":", ";", ",", "。", "：", "；", "，")
 
 
@@ -81,59 +82,29 @@ class Paragraph:
         return max(x.size for x in self.lines)
 
 
-def lines_of(words: Iterable[dict[str, object]], page_width: float) -> tuple[list[Line], float | None]:
-    """Group pdfplumber words (with ``size`` and ``fontname``) into lines, top to bottom.
-
-    Returns:
-        The lines, and the x of the gutter on a two-column page (None on a one-column page). On a two-column
-        page, words at one height on both sides of a wide gap across the middle are two lines.
-    """
-    ordered = sorted(words, key=lambda w: (float(w["top"]), float(w["x0"])))  # type: ignore[arg-type]
-    lines: list[list[dict[str, object]]] = []
-    last_top = last_bottom = 0.0
-    for word in ordered:
-        top, bottom = float(word["top"]), float(word["bottom"])  # type: ignore[arg-type]
-        if lines and abs((top + bottom) / 2 - (last_top + last_bottom) / 2) <= (last_bottom - last_top) / 2:
-            lines[-1].append(word)
-            last_top, last_bottom = min(last_top, top), max(last_bottom, bottom)
-            continue
-        lines.append([word])
-        last_top, last_bottom = top, bottom
-    middle = page_width / 2
-    splits = [_split_at_gutter(group, middle) for group in lines]
-    if not _two_columns(splits, page_width):
-        return [_line(group) for group in lines], None
-    return [_line(part) for parts in splits for part in parts], middle
+def lines_of(words: Iterable[dict[str, object]]) -> list[Line]:
+    """Group text runs (pdfplumber-style words with ``size`` and ``fontname``), in the pdf's order, into lines."""
+    groups: list[list[dict[str, object]]] = []
+    for word in words:
+        if groups and _same_line(groups[-1][-1], word):
+            groups[-1].append(word)
+        else:
+            groups.append([word])
+    return [_line(group) for group in groups]
 
 
-def _split_at_gutter(words: list[dict[str, object]], middle: float) -> list[list[dict[str, object]]]:
-    words.sort(key=lambda w: float(w["x0"]))  # type: ignore[arg-type]
-    for i in range(1, len(words)):
-        left_end, right_start = float(words[i - 1]["x1"]), float(words[i]["x0"])  # type: ignore[arg-type]
-        size = float(words[i].get("size", 10.0))  # type: ignore[arg-type]
-        if left_end <= middle <= right_start and right_start - left_end > size:
-            return [words[:i], words[i:]]
-    return [words]
-
-
-def _two_columns(splits: Sequence[Sequence[Sequence[dict[str, object]]]], page_width: float) -> bool:
-    """Whether the page is set in two columns: at least three rows split at the middle into two wide halves.
-
-    A borderless table also has rows split at the middle, but into narrow cells, so its rows stay whole (a
-    row label keeps its values) and the page is read top to bottom.
-    """
-    wide = 0
-    for parts in splits:
-        if len(parts) == 2 and all(_width(part) >= _COLUMN_SHARE * page_width for part in parts):
-            wide += 1
-    return wide >= _MIN_COLUMN_ROWS
-
-
-def _width(words: Sequence[dict[str, object]]) -> float:
-    return max(float(w["x1"]) for w in words) - min(float(w["x0"]) for w in words)  # type: ignore[arg-type]
+def _same_line(last: dict[str, object], word: dict[str, object]) -> bool:
+    top, bottom = float(word["top"]), float(word["bottom"])  # type: ignore[arg-type]
+    last_top, last_bottom = float(last["top"]), float(last["bottom"])  # type: ignore[arg-type]
+    if abs((top + bottom) / 2 - (last_top + last_bottom) / 2) > (last_bottom - last_top) / 2:
+        return False
+    # however far right: in the pdf's order, the next run at the same height is the same row (a table row, tabbed
+    # text); a column change comes back up to the top of the next column
+    return float(word["x0"]) >= float(last["x1"]) - 1.0  # type: ignore[arg-type]
 
 
 def _line(words: list[dict[str, object]]) -> Line:
+    words.sort(key=lambda w: float(w["x0"]))  # type: ignore[arg-type]
     sizes = Counter(round(float(w.get("size", 0.0)), 1) for w in words)  # type: ignore[arg-type]
     return Line(
         text=join_words(str(w["text"]) for w in words),
@@ -160,65 +131,46 @@ def _cjk(char: str) -> bool:
     return "\u3000" <= char <= "\u9fff" or "\uf900" <= char <= "\ufaff" or "\uff00" <= char <= "\uffef"
 
 
-def paragraphs_of(lines: Sequence[Line], middle: float | None) -> list[Paragraph]:
-    """Split lines into paragraphs of one column each (see the module for the rules; ``middle``: the gutter)."""
+def paragraphs_of(lines: Sequence[Line]) -> list[Paragraph]:
+    """Split lines, in the pdf's order, into paragraphs (see the module for the rules)."""
     out: list[Paragraph] = []
-    open_by_column: dict[str, Paragraph] = {}
     for line in lines:
-        # the short last line of a full-width paragraph sits on one side of the middle: it still continues it
-        if out and abs(line.x0 - out[-1].lines[-1].x0) < 3 and _continues(out[-1], line):
+        if out and _continues(out[-1], line):
             out[-1].lines.append(line)
-            continue
-        column = _column(line.x0, line.x1, middle)
-        current = open_by_column.get(column)
-        if current is not None and _continues(current, line):
-            current.lines.append(line)
-            continue
-        paragraph = Paragraph(lines=[line])
-        out.append(paragraph)
-        open_by_column[column] = paragraph
-        if column == "full":
-            open_by_column = {"full": paragraph}
         else:
-            open_by_column.pop("full", None)
+            out.append(Paragraph(lines=[line]))
     return out
 
 
 def _continues(paragraph: Paragraph, line: Line) -> bool:
     last = paragraph.lines[-1]
     gap = line.top - last.bottom
-    return -1 <= gap <= _PARAGRAPH_GAP * last.height and abs(line.size - last.size) < 0.6 and line.bold == last.bold
+    if not (-1 <= gap <= _PARAGRAPH_GAP * last.height):
+        return False
+    if abs(line.size - last.size) >= 0.6 or line.bold != last.bold:
+        return False
+    box = paragraph.bbox
+    return box.x0 - 2 * line.size <= line.x0 <= box.x1 and line.x1 >= box.x0
 
 
-def _column(x0: float, x1: float, middle: float | None) -> str:
-    slack = 2.0
-    if middle is None:
-        return "full"
-    if x1 <= middle + slack:
-        return "left"
-    if x0 >= middle - slack:
-        return "right"
-    return "full"
+def place_tables(paragraphs: Sequence[Paragraph], tables: Sequence[Paragraph]) -> list[Paragraph]:
+    """``paragraphs`` with each table placed among them.
 
-
-def reading_order(paragraphs: Sequence[Paragraph], middle: float | None) -> list[Paragraph]:
-    """Paragraphs in reading order: top to bottom, and within a two-column band left column before right."""
-    ordered = sorted(paragraphs, key=lambda p: (p.bbox.top, p.bbox.x0))
-    out: list[Paragraph] = []
-    left: list[Paragraph] = []
-    right: list[Paragraph] = []
-    for paragraph in ordered:
-        box = paragraph.bbox
-        column = _column(box.x0, box.x1, middle)
-        if column == "full":
-            out.extend(left)
-            out.extend(right)
-            left, right = [], []
-            out.append(paragraph)
-        else:
-            (left if column == "left" else right).append(paragraph)
-    out.extend(left)
-    out.extend(right)
+    A table goes before the first paragraph that starts below its top and overlaps it horizontally (at the end
+    when none does).
+    """
+    out = list(paragraphs)
+    for table in sorted(tables, key=lambda t: t.bbox.top):
+        box = table.bbox
+        at = next(
+            (
+                i
+                for i, p in enumerate(out)
+                if p.kind != "table" and p.bbox.top >= box.top and p.bbox.x0 < box.x1 and p.bbox.x1 > box.x0
+            ),
+            len(out),
+        )
+        out.insert(at, table)
     return out
 
 

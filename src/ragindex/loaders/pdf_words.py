@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import io
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +21,8 @@ MIN_TABLE_PATHS = 4
 """Path objects a page needs before its tables are looked for (a ruled 2 x 2 table draws at least 4 lines)."""
 MIN_TABLE_ROWS = 2
 MIN_TABLE_COLUMNS = 2
+MAX_CELL_LINES = 8
+"""A cell with more lines than this is rows the finder failed to separate, not a cell."""
 
 Word = dict[str, object]
 Table = tuple[BBox, list[list[str | None]]]
@@ -28,13 +31,14 @@ Table = tuple[BBox, list[list[str | None]]]
 def page_words(page: Any, textpage: Any) -> list[Word]:
     """The text runs of a PDFium page as pdfplumber-style words, ``top`` measured from the top of the page.
 
-    Each word has ``text``, ``x0``, ``x1``, ``top``, ``bottom``, ``size`` and ``fontname`` (``-Bold`` appended
-    when the font's weight is 600 or more).
+    Each word has ``text``, ``x0``, ``x1``, ``top``, ``bottom``, ``size`` (its first character's font size as
+    drawn, text matrix included) and ``fontname`` (``-Bold`` appended when the font's weight is 600 or more).
     """
     import pypdfium2.raw as pdfium_c
 
     height = page.get_height()
     name = ctypes.create_string_buffer(128)
+    matrix = pdfium_c.FS_MATRIX()
     flags = ctypes.c_int()
     words: list[Word] = []
     for i in range(textpage.count_rects()):
@@ -45,7 +49,12 @@ def page_words(page: Any, textpage: Any) -> list[Word]:
         index = pdfium_c.FPDFText_GetCharIndexAtPos(textpage.raw, left + 0.5, (bottom + top) / 2, 2.0, 2.0)
         size, font = 0.0, ""
         if index >= 0:
-            size = round(float(pdfium_c.FPDFText_GetFontSize(textpage.raw, index)), 1)
+            # the nominal size times the text matrix's vertical scale: a pdf that scales its text by the matrix
+            # (Quartz) has a nominal size of 1.0 for every character (measured in docs/parsing.md)
+            size = float(pdfium_c.FPDFText_GetFontSize(textpage.raw, index))
+            if pdfium_c.FPDFText_GetMatrix(textpage.raw, index, matrix):
+                size *= math.hypot(matrix.c, matrix.d) or 1.0
+            size = round(size, 1)
             if pdfium_c.FPDFText_GetFontInfo(textpage.raw, index, name, len(name), ctypes.byref(flags)):
                 font = name.value.decode("latin-1", "replace")
             if pdfium_c.FPDFText_GetFontWeight(textpage.raw, index) >= 600:
@@ -99,7 +108,7 @@ class RuledTables:
             out: list[Table] = []
             for table in page.find_tables():
                 rows = table.extract()
-                if len(rows) >= MIN_TABLE_ROWS and max((len(r) for r in rows), default=0) >= MIN_TABLE_COLUMNS:
+                if _plausible(rows):
                     out.append((BBox(*table.bbox), rows))
             return out
         finally:
@@ -109,6 +118,33 @@ class RuledTables:
         """Close the pdfplumber document if it was opened."""
         if self._pdf is not None:
             self._pdf.close()
+
+
+def _plausible(rows: Sequence[Sequence[str | None]]) -> bool:
+    """Whether the finder's rows look like a table: 2 rows and 2 columns at least, no cell a column of lines.
+
+    A grid whose rows have no lines between them comes back as one row of tall cells (the 50 states of the NICS
+    table of docs/parsing.md in one cell); its text reads better as lines.
+    """
+    if len(rows) < MIN_TABLE_ROWS or max((len(r) for r in rows), default=0) < MIN_TABLE_COLUMNS:
+        return False
+    return all((cell or "").count("\n") < MAX_CELL_LINES for row in split_merged_rows(rows) for cell in row)
+
+
+def split_merged_rows(rows: Sequence[Sequence[str | None]]) -> list[list[str | None]]:
+    """Rows the finder merged, split again: a row whose filled cells all hold ``k > 1`` lines is ``k`` rows.
+
+    A grid with rules only between every fifth row gives five states per cell (the NICS table of docs/parsing.md).
+    """
+    out: list[list[str | None]] = []
+    for row in rows:
+        parts = [(cell or "").split("\n") for cell in row]
+        counts = {len(p) for p, cell in zip(parts, row, strict=True) if cell}
+        if len(counts) == 1 and (k := counts.pop()) > 1:
+            out.extend([[p[i] if len(p) == k else None for p in parts] for i in range(k)])
+        else:
+            out.append(list(row))
+    return out
 
 
 def outside(words: Sequence[Word], boxes: Sequence[BBox]) -> list[Word]:
