@@ -294,3 +294,19 @@ def test_a_scanned_chinese_page_is_read_with_the_default_languages(tmp_path: Pat
     scanned = FIXTURES / "scanned-en.pdf"
     (english,) = build_registry(Settings().loading).for_path(scanned).load(scanned, scanned.read_bytes())
     assert "Quarterly Operations Report" in english.text and english.metadata["page_count"] == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("encrypted.pdf", "encrypted with a password"),
+        ("truncated.pdf", "truncated"),
+        ("zero-pages.pdf", "has no pages"),
+    ],
+)
+def test_hostile_pdf_fixtures_fail_alone_with_the_reason(name: str, reason: str) -> None:
+    """qpdf's encrypted and empty pdfs and a half-copied pdf (tests/fixtures/parsing/README.md)."""
+    path = FIXTURES / name
+    with pytest.raises(DocumentLoadError, match=reason) as info:
+        PdfLoader().load(path, path.read_bytes())
+    assert name in str(info.value)

@@ -10,6 +10,7 @@ in docs/parsing.md. The libraries are imported when a pdf is loaded, never at pa
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -85,7 +86,7 @@ class PdfLoader:
         try:
             pdf = pypdfium2.PdfDocument(data)
         except pypdfium2.PdfiumError as exc:
-            raise DocumentLoadError(_open_error(path, exc), path=str(path)) from exc
+            raise DocumentLoadError(_open_error(path, data, exc), path=str(path)) from exc
         tables = RuledTables(data)
         ocr = _PageOcr(self, pdf)
         try:
@@ -251,10 +252,26 @@ def _unwrap(lines: Sequence[Line]) -> str:
     return out
 
 
-def _open_error(path: Path, exc: Exception) -> str:
+def _open_error(path: Path, data: bytes, exc: Exception) -> str:
+    """Why PDFium refused the file, in words: a password, a truncated file, a pdf without pages, or damage."""
     if "password" in str(exc).lower():
         return f"{path.name}: the pdf is encrypted with a password; decrypt it and ingest it again"
+    if b"%%EOF" not in data[-2048:]:
+        return f"{path.name}: the pdf is truncated (no end-of-file marker: an interrupted download or copy?)"
+    if _page_count(data) == 0:  # PDFium refuses a valid pdf whose page tree is empty
+        return f"{path.name}: the pdf has no pages"
     return f"{path.name}: not a readable pdf ({exc})"
+
+
+def _page_count(data: bytes) -> int | None:
+    """The page count pdfminer reads, or None when it cannot read the file either."""
+    import pdfplumber
+
+    try:
+        with pdfplumber.open(io.BytesIO(data)) as pdf:
+            return len(pdf.pages)
+    except Exception:  # pdfminer's many damage exceptions: the caller keeps PDFium's message
+        return None
 
 
 def _title(metadata: Any) -> str | None:
