@@ -75,3 +75,17 @@ def test_same_text_in_new_bytes_embeds_nothing_and_layout_survives_reindex(
         table = _hit(engine, "West region Q2 volume", "report.pdf", containing="| West |", top=3)
         assert table["chunk_type"] == "table" and table["bbox"] is not None
         assert engine.verify().ok
+
+
+def test_a_scanned_chinese_page_is_searchable(make_engine: Callable[..., Engine], tmp_path: Path) -> None:
+    """The Chinese fixture (a LibreOffice page in Noto CJK, rasterised by pdftoppm) through OCR, BM25 and hybrid."""
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "parsing" / "scan-zh.png"
+    folder = tmp_path / "scans"
+    folder.mkdir()
+    (folder / "季度报告.png").write_bytes(fixture.read_bytes())
+    with make_engine() as engine:
+        assert engine.ingest([folder]).documents["added"] == 1
+        for mode in ("bm25", "hybrid"):
+            (hit,) = engine.search("北方仓储网络的运营情况", user_id=1, set_id=1, mode=mode, top_k=1).hits
+            assert hit.filename == "季度报告.png" and hit.chunk_type == "ocr_text" and hit.page == 1
+            assert "北方仓储网络" in hit.text and hit.metadata["ocr"] is True
