@@ -12,10 +12,10 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ragindex import factory
+from ragindex.closing import Closing
 from ragindex.config.settings import Settings
 from ragindex.maintenance import Maintenance
 from ragindex.pipeline.catalog import CollectionCatalog
@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 _Part = TypeVar("_Part")
 
 
-class Engine(Maintenance):
+class Engine(Maintenance, Closing):
     """Ingest, search and verify one deployment (repair and reindex: :class:`~ragindex.maintenance.Maintenance`).
 
     Args:
@@ -74,14 +74,6 @@ class Engine(Maintenance):
         self._parts_lock = threading.Lock()  # threads sharing one Engine (the service) build each part once
 
     # ------------------------------------------------------------------ lifecycle
-    def __enter__(self) -> Engine:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
     def close(self) -> None:
         """Give back this process's claims (also after a signal), then close the index, its lock, encoders, store."""
         try:

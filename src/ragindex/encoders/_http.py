@@ -19,12 +19,13 @@ from __future__ import annotations
 import logging
 import time
 import weakref
-from typing import Any, Self
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import numpy as np
 
+from ragindex.closing import Closing
 from ragindex.errors import ConfigurationError, EncodingError
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ def float_matrix(rows: Any, *, service: str, noun: str, hint: str = "") -> np.nd
     return out
 
 
-class RetryingJsonClient:
+class RetryingJsonClient(Closing):
     """POSTs JSON to one service with bounded retries; one connection pool per instance.
 
     Args:
@@ -97,12 +98,6 @@ class RetryingJsonClient:
             headers["Authorization"] = f"Bearer {api_key}"
         self._client = httpx.Client(timeout=timeout, headers=headers, follow_redirects=False)
         self._finalizer = weakref.finalize(self, self._client.close)
-
-    def __enter__(self) -> RetryingJsonClient:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def close(self) -> None:
         """Release the connection pool (idempotent)."""
@@ -152,7 +147,7 @@ class RetryingJsonClient:
         raise EncodingError(self._scrub(f"{where} failed after {attempts} attempt(s): {last}"), service=self.service)
 
 
-class HttpEncoder:
+class HttpEncoder(Closing):
     """What the remote encoders share: a :class:`RetryingJsonClient` to ``url``, their repr, ``close`` and ``with``."""
 
     url: str
@@ -161,12 +156,6 @@ class HttpEncoder:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(url={display_url(self.url)!r}, model={self.model!r})"
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def close(self) -> None:
         """Release the HTTP connection pool."""

@@ -31,9 +31,9 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar
 
+from ragindex.closing import Closing
 from ragindex.errors import ConfigurationError, IndexBackendError, RagindexError
 from ragindex.index import _qdrant
 from ragindex.index._qdrant import PAYLOAD_INDEXES, SCROLL_PAGE, QdrantSearch, QueryPlan
@@ -92,7 +92,7 @@ def _classify(exc: BaseException) -> _Failure:
     return _Failure.OTHER
 
 
-class QdrantServerIndex(QdrantSearch):
+class QdrantServerIndex(QdrantSearch, Closing):
     """Bucket collections on a Qdrant server, or in qdrant-client's local mode (tests, small setups).
 
     Args:
@@ -155,14 +155,6 @@ class QdrantServerIndex(QdrantSearch):
                 self._client.close()
             except Exception as exc:  # closing must not mask the caller's own error
                 log.warning("closing the qdrant client (%s) failed: %s", self._where, exc)
-
-    def __enter__(self) -> QdrantServerIndex:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     # ------------------------------------------------------------------ error handling
     def _error(self, what: str, exc: BaseException) -> IndexBackendError:

@@ -24,10 +24,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any
 
 from ragindex import errors
+from ragindex.closing import Closing
 from ragindex.errors import ConfigurationError, DocumentLoadError, ParseTimeoutError
 from ragindex.loaders.registry import LoaderRegistry
 from ragindex.types import Document
@@ -41,7 +41,7 @@ _CHILD = (
 )
 
 
-class IsolatedParser:
+class IsolatedParser(Closing):
     """Parses files with the loaders of ``registry`` in a child process that a timeout kills.
 
     Args:
@@ -62,14 +62,6 @@ class IsolatedParser:
         self._child: subprocess.Popen[bytes] | None = None
         self._busy = False  # a file is being parsed: closing must not wait for it
         self.started = 0  # children started (one, plus one after each timeout or crash)
-
-    def __enter__(self) -> IsolatedParser:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def load(self, path: Path, data: bytes) -> list[Document]:
         """The documents of ``path`` (whose bytes are ``data``), parsed by the loader of its suffix.
