@@ -26,6 +26,7 @@ from prometheus_client.registry import Collector
 
 from ragindex.pipeline.reconcile import ACTIONS
 from ragindex.pipeline.sync import IngestReport
+from ragindex.service.asgi import HttpMiddleware
 from ragindex.service.store import JobRow
 from ragindex.store.protocol import ChunkStore, ReconcileStore
 
@@ -166,18 +167,15 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-class MetricsMiddleware:
+class MetricsMiddleware(HttpMiddleware):
     """Pure ASGI middleware timing every HTTP request by its route template (not its raw path)."""
 
     def __init__(self, app: Any, metrics: Callable[[], Metrics | None]) -> None:
-        self.app = app
+        super().__init__(app)
         self.metrics = metrics
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        """Handle one ASGI call."""
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Time one HTTP request."""
         started = time.perf_counter()
         status = 500
 

@@ -13,6 +13,7 @@ from typing import Any, BinaryIO
 from starlette.exceptions import HTTPException
 
 from ragindex.errors import DocumentTooLargeError, UnsupportedFormatError, ValidationError
+from ragindex.service.asgi import HttpMiddleware
 
 _UNSAFE = re.compile(r"[^\w.\- ]+")
 MAX_NAME = 180
@@ -67,21 +68,18 @@ def save(source: BinaryIO, target: Path) -> None:
         raise
 
 
-class BodyLimitMiddleware:
+class BodyLimitMiddleware(HttpMiddleware):
     """Refuse request bodies over ``limit`` bytes with 413, by Content-Length or while streaming.
 
     Uploads are parsed (spooled to disk) before any route code runs, so the limit must sit here.
     """
 
     def __init__(self, app: Any, limit: int) -> None:
-        self.app = app
+        super().__init__(app)
         self.limit = limit
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        """Handle one ASGI call."""
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Pass one HTTP request on, refusing its body once it passes the limit."""
         for name, value in scope.get("headers", ()):
             if name == b"content-length" and value.isdigit() and int(value) > self.limit:
                 await _too_large(send, self.limit)
