@@ -10,6 +10,7 @@ from ragindex.engine import Engine
 from ragindex.service.cancel import request_cancel
 from ragindex.service.jobs import JobRunner
 from ragindex.service.store import SqlServiceStore
+from ragindex.store.records import ChunkLayout
 from ragindex.testing.contracts.truth_store import drafts, new_document
 
 
@@ -20,9 +21,7 @@ def test_a_job_left_cancelling_is_finished_when_the_runner_starts(tmp_path: Path
         store.create_job("dead", user_id=7, set_id=1, kind="ingest", status="running", files=["/x/a.txt"])
         doc_id, _run, _diff = engine.store.stage_document(
             new_document("/x/a.txt", user_id=7),
-            drafts=drafts("never indexed"),
-            bucket_id=0,
-            kinds=engine.kinds,
+            ChunkLayout(drafts("never indexed"), 0, engine.kinds),
             job_id="dead",
             chunking_ms=1.0,
         )

@@ -39,7 +39,7 @@ from ragindex.pipeline.indexer import Indexer, StageResult, check_stop
 from ragindex.pipeline.report import IngestReport as IngestReport
 from ragindex.pipeline.report import file_outcomes
 from ragindex.store.protocol import TruthStore
-from ragindex.store.records import DocumentRow, NewDocument
+from ragindex.store.records import ChunkLayout, DocumentRow, NewDocument
 from ragindex.store.states import RunStatus, Stage
 from ragindex.types import Document, Unit, VectorKind
 
@@ -375,12 +375,9 @@ class SourceSync:
         elapsed = (time.perf_counter() - t0) * 1000
         doc_id, run_id, diff = self.store.stage_document(
             new,
-            drafts=drafts,
-            bucket_id=ctx.bucket,
-            kinds=self.kinds,
+            ChunkLayout(drafts, ctx.bucket, self.kinds, self.unit_kinds),
             job_id=ctx.job_id,
             chunking_ms=elapsed,
-            unit_kinds=self.unit_kinds,
             loading_ms=loading_ms,
             parsed=doc,
         )

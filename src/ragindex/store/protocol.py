@@ -18,6 +18,7 @@ import numpy as np
 
 from ragindex.store.records import (
     ChunkDiff,
+    ChunkLayout,
     ChunkRow,
     ChunkView,
     Claim,
@@ -32,7 +33,7 @@ from ragindex.store.records import (
     UnitTally,
 )
 from ragindex.store.states import CLAIMABLE, RunStatus
-from ragindex.types import ChunkDraft, Document, Unit
+from ragindex.types import Document, Unit
 
 
 class DocumentStore(Protocol):
@@ -67,19 +68,15 @@ class DocumentStore(Protocol):
     def stage_document(
         self,
         doc: NewDocument,
+        layout: ChunkLayout,
         *,
-        drafts: Sequence[ChunkDraft],
-        bucket_id: int,
-        kinds: Iterable[str],
         job_id: str | None,
         chunking_ms: float,
-        unit_kinds: Mapping[str, Iterable[str]] | None = None,
         loading_ms: float | None = None,
         parsed: Document | None = None,
     ) -> tuple[int, int, ChunkDiff]:
         """Record a document version, its chunk and section diff and its run in one transaction.
 
-        ``unit_kinds``: the vector kinds of each unit's new rows (default: ``kinds`` for every row).
         ``parsed``: the loaded document, kept as the version's parsed artifact (replacing the previous one).
         The run's loading and chunking stages are SUCCESS with their durations. Returns (doc_id, run_id, diff).
         """
@@ -189,19 +186,8 @@ class RunStore(Protocol):
 class ChunkStore(Protocol):
     """Chunks: the content diff, edits, removal, and every read of them (backfill, verification, counts)."""
 
-    def replace_chunks(
-        self,
-        doc_id: int,
-        *,
-        user_id: int,
-        set_id: int,
-        bucket_id: int,
-        drafts: Sequence[ChunkDraft],
-        kinds: Iterable[str],
-        file_hash: str,
-        content_hash: str,
-    ) -> ChunkDiff:
-        """Make ``drafts`` a document's ACTIVE chunks, diffing by content hash, and commit its hashes."""
+    def replace_chunks(self, doc_id: int, doc: NewDocument, layout: ChunkLayout) -> ChunkDiff:
+        """Make ``layout``'s drafts a document's ACTIVE chunks, diffing by content hash, and commit ``doc``'s hashes."""
         ...
 
     def remove_chunks(self, chunk_ids: Sequence[str]) -> list[str]:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ragindex.types import Block, PageSpan, VectorKind
+from ragindex.types import Block, ChunkDraft, PageSpan, VectorKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +25,20 @@ class NewDocument:
     parser: str
     metadata: Mapping[str, Any] = field(default_factory=dict)
     chunking_fingerprint: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkLayout:
+    """The rows a document version's chunking becomes: its drafts, the bucket they are routed to, their kinds.
+
+    ``kinds``: the enabled vector kinds; ``unit_kinds``: the vector kinds of each unit's new rows (default:
+    ``kinds`` for every row; with sections, the lexical kinds belong to sections and dense to chunks).
+    """
+
+    drafts: Sequence[ChunkDraft]
+    bucket_id: int
+    kinds: Collection[str]
+    unit_kinds: Mapping[str, Collection[str]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from ragindex.clock import utcnow
 from ragindex.errors import NotFoundError
 from ragindex.hashing import sha256_text
 from ragindex.store import schema
-from ragindex.store.records import ChunkDiff, indexed_text
+from ragindex.store.records import ChunkDiff, ChunkLayout, NewDocument, indexed_text
 from ragindex.store.sql.core import CH, DOC, KINDS, SqlCore, batches, status_col
 from ragindex.store.states import IndexStatus, Lifecycle
 from ragindex.types import ChunkDraft, Unit
@@ -23,38 +23,16 @@ from ragindex.types import ChunkDraft, Unit
 class SqlChunkWrites(SqlCore):
     """The write half of the chunks role (:class:`~ragindex.store.protocol.ChunkStore`)."""
 
-    def replace_chunks(
-        self,
-        doc_id: int,
-        *,
-        user_id: int,
-        set_id: int,
-        bucket_id: int,
-        drafts: Sequence[ChunkDraft],
-        kinds: Iterable[str],
-        file_hash: str,
-        content_hash: str,
-    ) -> ChunkDiff:
+    def replace_chunks(self, doc_id: int, doc: NewDocument, layout: ChunkLayout) -> ChunkDiff:
         """Make ``drafts`` the ACTIVE chunks of a document, diffing by content hash in one transaction.
 
         A draft whose content hash matches an existing ACTIVE chunk keeps that chunk_id and its index
         statuses (only its position is updated); new content gets a new chunk_id with PENDING statuses
         for each enabled kind (NULL for disabled kinds); existing chunks with no match become REMOVED.
-        The document's file and content hashes are committed in the same transaction.
+        The document's file and content hashes (``doc``'s) are committed in the same transaction.
         """
         with self._tx() as conn:
-            return replace_chunk_rows(
-                conn,
-                doc_id,
-                user_id=user_id,
-                set_id=set_id,
-                bucket_id=bucket_id,
-                drafts=drafts,
-                enabled=set(kinds),
-                file_hash=file_hash,
-                content_hash=content_hash,
-                now=utcnow(),
-            )
+            return replace_chunk_rows(conn, doc_id, doc, layout, utcnow())
 
     def remove_chunks(self, chunk_ids: Sequence[str]) -> list[str]:
         """Flip chunks to REMOVED at once; return the ids that were ACTIVE."""
@@ -126,25 +104,13 @@ class SqlChunkWrites(SqlCore):
 
 
 def replace_chunk_rows(
-    conn: Connection,
-    doc_id: int,
-    *,
-    user_id: int,
-    set_id: int,
-    bucket_id: int,
-    drafts: Sequence[ChunkDraft],
-    enabled: set[str],
-    file_hash: str,
-    content_hash: str,
-    now: datetime,
-    unit_kinds: Mapping[str, Iterable[str]] | None = None,
+    conn: Connection, doc_id: int, doc: NewDocument, layout: ChunkLayout, now: datetime
 ) -> ChunkDiff:
     """The diff of :meth:`SqlChunkWrites.replace_chunks` inside the caller's transaction.
 
     Sections are diffed first (among the document's ACTIVE sections), so that each chunk row can point at its
     section's row; chunks are then diffed among its ACTIVE chunks. A row is matched by the hash of its indexed
-    text (context + content), so a kept row's vectors are still right. ``unit_kinds`` maps a unit to the vector
-    kinds its new rows get (default: ``enabled`` for every unit).
+    text (context + content), so a kept row's vectors are still right; new rows get ``layout.unit_kinds``.
     """
     existing = conn.execute(
         select(CH.chunk_id, CH.content_hash, CH.unit)
@@ -154,9 +120,9 @@ def replace_chunk_rows(
     by_hash: dict[tuple[str, str], list[str]] = defaultdict(list)
     for chunk_id, existing_hash, unit in existing:
         by_hash[(unit, existing_hash)].append(chunk_id)
-    rows = _RowPlan(doc_id, user_id, set_id, bucket_id, now, unit_kinds or {}, enabled)
+    rows = _RowPlan(doc_id, doc, layout, now)
     section_ids: dict[int, str] = {}
-    for draft in sorted(drafts, key=lambda d: d.unit != Unit.SECTION):  # sections first, in their order
+    for draft in sorted(layout.drafts, key=lambda d: d.unit != Unit.SECTION):  # sections first, in their order
         section_id = section_ids.get(draft.section_index) if draft.section_index is not None else None
         chunk_id = rows.place(draft, by_hash, section_id)
         if draft.unit == Unit.SECTION:
@@ -167,7 +133,7 @@ def replace_chunk_rows(
         # it gains becomes PENDING, a kind it loses NULL (its vector stays on the point until that is rewritten),
         # and every other status stays as it is, evaluated in the UPDATE itself (no lost concurrent transition)
         kinds = rows.kinds.get(unit, rows.enabled)
-        layout = {
+        statuses = {
             status_col(k).key: (
                 case((status_col(k).is_(None), IndexStatus.PENDING), else_=status_col(k)) if k in kinds else None
             )
@@ -176,7 +142,7 @@ def replace_chunk_rows(
         conn.execute(
             update(schema.chunks)
             .where(CH.chunk_id == bindparam("b_chunk_id"))
-            .values({**{k: bindparam(k) for k in kept[0] if k not in ("b_chunk_id", "b_unit")}, **layout}),
+            .values({**{k: bindparam(k) for k in kept[0] if k not in ("b_chunk_id", "b_unit")}, **statuses}),
             kept,
         )
     if rows.added:
@@ -187,11 +153,11 @@ def replace_chunk_rows(
             .where(CH.chunk_id.in_(part))
             .values(lifecycle_status=Lifecycle.REMOVED, updated_at=now)
         )
-    chunk_count = sum(1 for d in drafts if d.unit != Unit.SECTION)
+    chunk_count = sum(1 for d in layout.drafts if d.unit != Unit.SECTION)
     conn.execute(
         update(schema.documents)
         .where(DOC.doc_id == doc_id)
-        .values(chunk_count=chunk_count, file_hash=file_hash, content_hash=content_hash, updated_at=now)
+        .values(chunk_count=chunk_count, file_hash=doc.file_hash, content_hash=doc.content_hash, updated_at=now)
     )
     return ChunkDiff(
         kept=tuple(k["b_chunk_id"] for k in rows.kept),
@@ -203,20 +169,11 @@ def replace_chunk_rows(
 class _RowPlan:
     """The rows a document's drafts become: kept rows (by indexed-text hash) get their new position."""
 
-    def __init__(
-        self,
-        doc_id: int,
-        user_id: int,
-        set_id: int,
-        bucket_id: int,
-        now: datetime,
-        unit_kinds: Mapping[str, Iterable[str]],
-        enabled: set[str],
-    ) -> None:
-        self.base = {"doc_id": doc_id, "user_id": user_id, "set_id": set_id, "bucket_id": bucket_id}
+    def __init__(self, doc_id: int, doc: NewDocument, layout: ChunkLayout, now: datetime) -> None:
+        self.base = {"doc_id": doc_id, "user_id": doc.user_id, "set_id": doc.set_id, "bucket_id": layout.bucket_id}
         self.now = now
-        self.kinds = {unit: set(kinds) for unit, kinds in unit_kinds.items()}
-        self.enabled = enabled
+        self.kinds = {unit: set(kinds) for unit, kinds in (layout.unit_kinds or {}).items()}
+        self.enabled = set(layout.kinds)
         self.kept: list[dict[str, Any]] = []
         self.added: list[dict[str, Any]] = []
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -12,14 +12,14 @@ from ragindex.clock import utcnow
 from ragindex.errors import NotFoundError
 from ragindex.hashing import sha256_text
 from ragindex.store import schema
-from ragindex.store.records import ChunkDiff, DocumentRow, NewDocument
+from ragindex.store.records import ChunkDiff, ChunkLayout, DocumentRow, NewDocument
 from ragindex.store.sql.chunks import replace_chunk_rows
 from ragindex.store.sql.core import CH, DOC, RUN, SqlCore, clip_error, new_id
 from ragindex.store.sql.parsed import delete_parsed, has_parsed, write_parsed
 from ragindex.store.sql.rows import doc_row
 from ragindex.store.sql.runs import insert_run
 from ragindex.store.states import Lifecycle, RunStatus
-from ragindex.types import ChunkDraft, Document
+from ragindex.types import Document
 
 
 class SqlDocuments(SqlCore):
@@ -103,13 +103,10 @@ class SqlDocuments(SqlCore):
     def stage_document(
         self,
         doc: NewDocument,
+        layout: ChunkLayout,
         *,
-        drafts: Sequence[ChunkDraft],
-        bucket_id: int,
-        kinds: Iterable[str],
         job_id: str | None,
         chunking_ms: float,
-        unit_kinds: Mapping[str, Iterable[str]] | None = None,
         loading_ms: float | None = None,
         parsed: Document | None = None,
     ) -> tuple[int, int, ChunkDiff]:
@@ -117,31 +114,17 @@ class SqlDocuments(SqlCore):
 
         This is the ingest's hot path: one round trip per changed document instead of five. The run is
         opened with its loading and chunking stages SUCCESS and the index stages PENDING (SKIPPED when disabled).
-        ``unit_kinds`` gives the vector kinds of each unit's new rows (sections: the lexical kinds, chunks: dense);
-        by default every row gets ``kinds``. ``parsed``: the loaded document, kept as the version's parsed artifact
-        (replacing the previous version's). Returns (doc_id, run_id, diff).
+        ``parsed``: the loaded document, kept as the version's parsed artifact (replacing the previous version's).
+        Returns (doc_id, run_id, diff).
         """
-        enabled = set(kinds)
         now = utcnow()
         with self._tx() as conn:
             doc_id, created = _upsert_document(conn, doc, _document_values(doc, RunStatus.PROCESSING, now), now)
-            diff = replace_chunk_rows(
-                conn,
-                doc_id,
-                user_id=doc.user_id,
-                set_id=doc.set_id,
-                bucket_id=bucket_id,
-                drafts=drafts,
-                enabled=enabled,
-                file_hash=doc.file_hash,
-                content_hash=doc.content_hash,
-                now=now,
-                unit_kinds=unit_kinds,
-            )
+            diff = replace_chunk_rows(conn, doc_id, doc, layout, now)
             if parsed is not None:
                 # a new doc_id has no artifact to replace: two statements instead of four on the hot path
                 write_parsed(conn, doc_id, content_hash=doc.content_hash, parsed=parsed, now=now, replace=not created)
-            run_id = insert_run(conn, doc_id, job_id=job_id, enabled=enabled, now=now, owner_id=self.owner_id)
+            run_id = insert_run(conn, doc_id, job_id=job_id, enabled=set(layout.kinds), now=now, owner_id=self.owner_id)
             conn.execute(
                 update(schema.pipeline_runs)
                 .where(RUN.run_id == run_id)
@@ -150,7 +133,7 @@ class SqlDocuments(SqlCore):
                     loading_ms=loading_ms,
                     chunking_status=RunStatus.SUCCESS,
                     chunking_ms=chunking_ms,
-                    chunk_count=len(drafts),
+                    chunk_count=len(layout.drafts),
                 )
             )
         return doc_id, run_id, diff

@@ -20,6 +20,7 @@ from ragindex.pipeline.cancel import close_open_runs
 from ragindex.pipeline.inspection import describe_document, list_documents
 from ragindex.store import schema
 from ragindex.store.migrations import apply_migrations
+from ragindex.store.records import ChunkLayout
 from ragindex.store.sql import SqlTruthStore
 from ragindex.store.states import RunStatus
 from ragindex.testing.contracts.truth_store import drafts, index_done, ingest, new_document
@@ -29,9 +30,7 @@ def _stage(store: SqlTruthStore, source: str, texts: list[str], *, job_id: str =
     """Stage a document as an ingest does (document, chunks and run in one transaction)."""
     doc_id, _run, diff = store.stage_document(
         new_document(source),
-        drafts=drafts(*texts),
-        bucket_id=0,
-        kinds=("dense", "bm25"),
+        ChunkLayout(drafts(*texts), 0, ("dense", "bm25")),
         job_id=job_id,
         chunking_ms=2.0,
         loading_ms=1.25,

@@ -20,6 +20,7 @@ from ragindex.hashing import sha256_text
 from ragindex.pipeline.inspection import parsed_dict, read_parsed
 from ragindex.store import schema
 from ragindex.store.migrations import apply_migrations
+from ragindex.store.records import ChunkLayout
 from ragindex.store.sql import SqlTruthStore
 from ragindex.store.sql.parsed import PART_CHARS
 from ragindex.testing.contracts.truth_store import drafts, ingest, new_document
@@ -55,9 +56,8 @@ def stage(store: SqlTruthStore, parsed: Document | None, *, user_id: int = 1) ->
     source = parsed.source_uri if parsed is not None else "docs/plain.txt"
     doc_id, _run, _diff = store.stage_document(
         new_document(source, user_id=user_id, content_hash=sha256_text(text)),
-        drafts=drafts(*text[:20_000].split("\n\n")),  # chunk rows stay small: the artifact is what is tested
-        bucket_id=0,
-        kinds=("dense", "bm25"),
+        # chunk rows stay small: the artifact is what is tested
+        ChunkLayout(drafts(*text[:20_000].split("\n\n")), 0, ("dense", "bm25")),
         job_id=None,
         chunking_ms=1.0,
         parsed=parsed,

@@ -32,7 +32,7 @@ from ragindex.errors import IllegalTransitionError, NotFoundError
 from ragindex.hashing import sha256_text
 from ragindex.store import protocol
 from ragindex.store.migrations import MIGRATIONS, apply_migrations
-from ragindex.store.records import Claim, IndexMeta, NewDocument
+from ragindex.store.records import ChunkDiff, ChunkLayout, Claim, IndexMeta, NewDocument
 from ragindex.store.sql import SqlTruthStore
 from ragindex.store.states import IndexStatus, Lifecycle, RunStatus, Stage, check_transition
 from ragindex.types import ChunkDraft
@@ -113,20 +113,26 @@ def ingest(
     **doc_fields: Any,
 ) -> tuple[int, list[str]]:
     """Record a document with one chunk per text; return its doc_id and the added chunk ids in order."""
-    doc_id = store.upsert_document(
-        new_document(source_uri, user_id=user_id, set_id=set_id, file_hash=file_hash, **doc_fields)
-    )
-    diff = store.replace_chunks(
-        doc_id,
-        user_id=user_id,
-        set_id=set_id,
-        bucket_id=bucket_id,
-        drafts=drafts(*texts),
-        kinds=kinds,
-        file_hash=file_hash,
-        content_hash=sha256_text("\n".join(texts)),
-    )
+    doc = new_document(source_uri, user_id=user_id, set_id=set_id, file_hash=file_hash, **doc_fields)
+    doc_id = store.upsert_document(doc)
+    committed = replace(doc, content_hash=sha256_text("\n".join(texts)))
+    diff = store.replace_chunks(doc_id, committed, ChunkLayout(drafts(*texts), bucket_id, kinds))
     return doc_id, list(diff.added)
+
+
+def rechunk(
+    store: SqlTruthStore,
+    doc_id: int,
+    new: Sequence[ChunkDraft],
+    kinds: Sequence[str] = ("dense",),
+    *,
+    bucket_id: int = 0,
+    file_hash: str = "",
+    content_hash: str = "",
+) -> ChunkDiff:
+    """Replace the chunks of a document of tenant 1, set 1 with ``new``, committing the given hashes."""
+    doc = new_document(file_hash=file_hash, content_hash=content_hash)
+    return store.replace_chunks(doc_id, doc, ChunkLayout(new, bucket_id, kinds))
 
 
 def statuses(store: SqlTruthStore, chunk_ids: Sequence[str], kind: str = "dense") -> list[str | None]:
@@ -217,16 +223,7 @@ class TruthStoreContract:
 
         assert store.upsert_document(new_document()) == doc_id
         assert store.get_document(doc_id).lifecycle_status == ACTIVE
-        diff = store.replace_chunks(
-            doc_id,
-            user_id=1,
-            set_id=1,
-            bucket_id=0,
-            drafts=drafts("alpha"),
-            kinds=["dense"],
-            file_hash="x",
-            content_hash="y",
-        )
+        diff = rechunk(store, doc_id, drafts("alpha"), file_hash="x", content_hash="y")
         assert diff.kept == () and len(diff.added) == 1, "REMOVED chunks are never revived: new ids, new embeddings"
 
     def test_get_document_is_scoped_to_the_user(self, store: SqlTruthStore) -> None:
@@ -297,13 +294,12 @@ class TruthStoreContract:
     def test_replace_chunks_first_time_adds_pending_for_enabled_kinds(self, store: SqlTruthStore) -> None:
         """New content gets new ids, PENDING for enabled kinds and NULL for disabled ones; hashes are committed."""
         doc_id = store.upsert_document(new_document())
-        diff = store.replace_chunks(
+        diff = rechunk(
+            store,
             doc_id,
-            user_id=1,
-            set_id=1,
+            drafts("alpha", "beta", "alpha", section="Intro"),
+            ["dense", "bm25"],
             bucket_id=3,
-            drafts=drafts("alpha", "beta", "alpha", section="Intro"),
-            kinds=["dense", "bm25"],
             file_hash="1" * 64,
             content_hash="2" * 64,
         )
@@ -323,13 +319,11 @@ class TruthStoreContract:
         doc_id, (a1, b, a2, c) = ingest(store, ["alpha", "beta", "alpha", "gamma"], kinds=["dense", "bm25", "sparse"])
         index_done(store, [a1, a2, b])
 
-        diff = store.replace_chunks(
+        diff = rechunk(
+            store,
             doc_id,
-            user_id=1,
-            set_id=1,
-            bucket_id=0,
-            drafts=drafts("delta", "alpha", "gamma", "alpha", "alpha"),
-            kinds=["dense", "bm25"],
+            drafts("delta", "alpha", "gamma", "alpha", "alpha"),
+            ["dense", "bm25"],
             file_hash="3" * 64,
             content_hash="4" * 64,
         )
@@ -360,34 +354,16 @@ class TruthStoreContract:
     def test_replace_chunks_with_fewer_duplicates_removes_the_extra_copies(self, store: SqlTruthStore) -> None:
         """Two copies of a content and one draft left: one id is kept, the other REMOVED."""
         doc_id, (a1, a2) = ingest(store, ["same", "same"])
-        diff = store.replace_chunks(
-            doc_id,
-            user_id=1,
-            set_id=1,
-            bucket_id=0,
-            drafts=drafts("same"),
-            kinds=["dense"],
-            file_hash="",
-            content_hash="",
-        )
+        diff = rechunk(store, doc_id, drafts("same"))
         assert diff.kept == (a1,) and diff.added == () and diff.removed == (a2,)
-        diff = store.replace_chunks(
-            doc_id, user_id=1, set_id=1, bucket_id=0, drafts=[], kinds=["dense"], file_hash="", content_hash=""
-        )
+        diff = rechunk(store, doc_id, [])
         assert diff.removed == (a1,) and store.chunks_of_document(doc_id) == []
 
     def test_replace_chunks_is_idempotent(self, store: SqlTruthStore) -> None:
         """Replacing with the same drafts keeps every id and adds or removes nothing."""
         doc_id, ids = ingest(store, ["one", "two", "three"])
-        diff = store.replace_chunks(
-            doc_id,
-            user_id=1,
-            set_id=1,
-            bucket_id=0,
-            drafts=drafts("one", "two", "three"),
-            kinds=["dense", "bm25"],
-            file_hash="f" * 64,
-            content_hash="c" * 64,
+        diff = rechunk(
+            store, doc_id, drafts("one", "two", "three"), ["dense", "bm25"], file_hash="f" * 64, content_hash="c" * 64
         )
         assert (diff.kept, diff.added, diff.removed) == (tuple(ids), (), ())
 
@@ -919,31 +895,13 @@ class TruthStoreContract:
         assert store.file_hashes(1, 1) == {uri: ("f" * 64, 1)}
         view = store.backfill([ids[2]])[ids[2]]
         assert view.chunk.content == emoji and view.filename == "数据治理 🚲.md"
-        diff = store.replace_chunks(
-            doc_id,
-            user_id=1,
-            set_id=1,
-            bucket_id=0,
-            drafts=drafts(emoji, long_chinese),
-            kinds=["dense"],
-            file_hash="",
-            content_hash="",
-        )
+        diff = rechunk(store, doc_id, drafts(emoji, long_chinese))
         assert diff.kept == (ids[2], ids[0]) and diff.removed == (ids[1],)
 
     def test_unicode_section_and_error_text(self, store: SqlTruthStore) -> None:
         """Sections, errors and run errors keep non-ASCII text."""
         doc_id = store.upsert_document(new_document())
-        diff = store.replace_chunks(
-            doc_id,
-            user_id=1,
-            set_id=1,
-            bucket_id=0,
-            drafts=drafts("正文", section="第一章 🚀"),
-            kinds=["dense"],
-            file_hash="",
-            content_hash="",
-        )
+        diff = rechunk(store, doc_id, drafts("正文", section="第一章 🚀"))
         (cid,) = diff.added
         claim = store.claim("dense", [cid])
         store.mark_failed(claim, [cid], "编码器失败 💥")
