@@ -297,14 +297,14 @@ class Engine(Maintenance, Closing):
         characters (0 to 20000; default ``RAGINDEX_CONTEXT_CHARS``). See :mod:`ragindex.retrieval.context`.
         """
         from ragindex.retrieval.context import HitShaper, validate_shape
-        from ragindex.retrieval.search import Retriever, validate_request
+        from ragindex.retrieval.search import Retriever, SearchRequest, search_mode
 
-        request = validate_request(
+        request = SearchRequest(
             query=query,
             user_id=user_id,
             set_id=set_id,
-            doc_ids=doc_ids,
-            mode=mode,
+            doc_ids=tuple(doc_ids) if doc_ids else None,
+            mode=search_mode(mode),
             top_k=top_k if top_k is not None else self.settings.default_top_k,
             score_threshold=score_threshold,
             fusion=fusion or self.settings.fusion,

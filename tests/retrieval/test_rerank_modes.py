@@ -7,7 +7,8 @@ import pytest
 from ragindex.config.settings import Settings
 from ragindex.errors import ValidationError
 from ragindex.eval.runner import parse_modes
-from ragindex.retrieval.search import validate_request
+from ragindex.retrieval.search import SearchRequest
+from ragindex.types import SearchMode
 
 
 def test_any_mode_takes_the_rerank_suffix() -> None:
@@ -38,7 +39,8 @@ def test_rerank_settings_defaults_and_env(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_threshold_with_rerank_is_a_probability() -> None:
     fields = {"query": "q", "user_id": 1, "set_id": 1, "doc_ids": None, "top_k": 3, "fusion": "rrf", "candidates": 5}
-    assert validate_request(**fields, mode="bm25", score_threshold=0.7, rerank=True).score_threshold == 0.7
-    assert validate_request(**fields, mode="bm25", score_threshold=7.0, rerank=False).score_threshold == 7.0
+    bm25 = SearchMode.BM25
+    assert SearchRequest(**fields, mode=bm25, score_threshold=0.7, rerank=True).score_threshold == 0.7
+    assert SearchRequest(**fields, mode=bm25, score_threshold=7.0, rerank=False).score_threshold == 7.0
     with pytest.raises(ValidationError, match=r"\[0, 1\]"):
-        validate_request(**fields, mode="bm25", score_threshold=7.0, rerank=True)
+        SearchRequest(**fields, mode=bm25, score_threshold=7.0, rerank=True)

@@ -15,7 +15,7 @@ from ragindex.config.settings import Settings
 from ragindex.engine import Engine
 from ragindex.errors import RetrievalConfigurationError, ValidationError
 from ragindex.retrieval.rerank import MODEL_SETTING, CrossEncoderReranker
-from ragindex.retrieval.search import Retriever, SearchRequest, validate_request
+from ragindex.retrieval.search import Retriever, SearchRequest, search_mode
 from ragindex.types import SearchResult
 
 pytestmark = pytest.mark.integration
@@ -71,12 +71,12 @@ def retriever(engine: Engine, reranker: CrossEncoderReranker, *, rerank_candidat
 def request(
     mode: str = "hybrid", top_k: int = 10, threshold: float | None = None, *, query: str = QUERY, rerank: bool = True
 ) -> SearchRequest:
-    return validate_request(
+    return SearchRequest(
         query=query,
         user_id=1,
         set_id=1,
         doc_ids=None,
-        mode=mode,
+        mode=search_mode(mode),
         top_k=top_k,
         score_threshold=threshold,
         fusion="rrf",

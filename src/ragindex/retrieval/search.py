@@ -37,7 +37,7 @@ from ragindex.types import BBox, Hit, SearchMode, SearchResult, SourceScore, Uni
 
 @dataclass(frozen=True, slots=True)
 class SearchRequest:
-    """A validated search request."""
+    """A search request, checked when it is made: an error names the field (seed section 9.1)."""
 
     query: str
     user_id: int
@@ -50,6 +50,20 @@ class SearchRequest:
     candidates: int
     rerank: bool = False
 
+    def __post_init__(self) -> None:
+        validate_ids(user_id=self.user_id, set_id=self.set_id)
+        for doc_id in self.doc_ids or ():
+            if not isinstance(doc_id, int) or isinstance(doc_id, bool) or doc_id < 1:
+                raise ValidationError("doc_ids", f"must be positive integers, got {doc_id!r}")
+        if not isinstance(self.top_k, int) or self.top_k < 1:
+            raise ValidationError("top_k", f"must be >= 1, got {self.top_k!r}")
+        if self.candidates < 1:
+            raise ValidationError("candidates", f"must be >= 1, got {self.candidates!r}")
+        if self.fusion not in FUSIONS:
+            raise ValidationError("fusion", f"unknown fusion {self.fusion!r}; valid: {', '.join(sorted(FUSIONS))}")
+        if self.score_threshold is not None:
+            _check_threshold(self.score_threshold, self.mode, rerank=self.rerank)
+
 
 def validate_ids(**ids: int) -> None:
     """user_id, set_id (and any other id) must be positive integers."""
@@ -58,50 +72,13 @@ def validate_ids(**ids: int) -> None:
             raise ValidationError(name, f"must be a positive integer, got {value!r}")
 
 
-def validate_request(
-    *,
-    query: str,
-    user_id: int,
-    set_id: int,
-    doc_ids: Sequence[int] | None,
-    mode: str,
-    top_k: int,
-    score_threshold: float | None,
-    fusion: str,
-    candidates: int,
-    rerank: bool = False,
-) -> SearchRequest:
-    """Check every field at the edge; errors name the field (seed section 9.1)."""
-    validate_ids(user_id=user_id, set_id=set_id)
-    if doc_ids is not None:
-        for doc_id in doc_ids:
-            if not isinstance(doc_id, int) or isinstance(doc_id, bool) or doc_id < 1:
-                raise ValidationError("doc_ids", f"must be positive integers, got {doc_id!r}")
+def search_mode(mode: str) -> SearchMode:
+    """The :class:`SearchMode` named ``mode``; a ValidationError listing the valid ones otherwise."""
     try:
-        search_mode = SearchMode(mode)
+        return SearchMode(mode)
     except ValueError:
         valid = ", ".join(m.value for m in SearchMode)
         raise ValidationError("mode", f"unknown mode {mode!r}; valid: {valid}") from None
-    if not isinstance(top_k, int) or top_k < 1:
-        raise ValidationError("top_k", f"must be >= 1, got {top_k!r}")
-    if candidates < 1:
-        raise ValidationError("candidates", f"must be >= 1, got {candidates!r}")
-    if fusion not in FUSIONS:
-        raise ValidationError("fusion", f"unknown fusion {fusion!r}; valid: {', '.join(sorted(FUSIONS))}")
-    if score_threshold is not None:
-        _check_threshold(score_threshold, search_mode, rerank=rerank)
-    return SearchRequest(
-        query=query,
-        user_id=user_id,
-        set_id=set_id,
-        doc_ids=tuple(doc_ids) if doc_ids else None,
-        mode=search_mode,
-        top_k=top_k,
-        score_threshold=score_threshold,
-        fusion=fusion,
-        candidates=candidates,
-        rerank=rerank,
-    )
 
 
 def _check_threshold(value: float, mode: SearchMode, *, rerank: bool = False) -> None:
