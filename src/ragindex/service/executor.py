@@ -171,10 +171,7 @@ class BatchingQueryEncoder:
 
     def _loop(self) -> None:
         set_torch_threads(self.torch_threads)
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
+        for item in iter(self._queue.get, None):  # until close() queues None
             batch = [item]
             while len(batch) < self.max_batch:
                 try:

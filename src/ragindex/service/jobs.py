@@ -119,10 +119,7 @@ class JobRunner:
     # ------------------------------------------------------------------ the job thread
     def _loop(self) -> None:
         set_torch_threads(self.torch_threads)
-        while True:
-            job_id = self._queue.get()
-            if job_id is None:
-                return
+        for job_id in iter(self._queue.get, None):  # until stop() queues None
             try:
                 self._run(job_id)
             except Exception:  # the runner must survive anything a job does
