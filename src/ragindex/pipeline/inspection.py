@@ -16,6 +16,7 @@ from typing import Any
 
 from ragindex.clock import iso
 from ragindex.errors import NotFoundError, ValidationError
+from ragindex.fields import pick
 from ragindex.paging import DEFAULT_LIMIT, check_limit, decode_cursor, encode_cursor
 from ragindex.store.protocol import TruthStore
 from ragindex.store.records import ChunkRow, DocumentRow, ParsedDocument, RunRow
@@ -32,16 +33,9 @@ PREVIEW_CHARS = 120
 def document_summary(doc: DocumentRow) -> dict[str, Any]:
     """One document as listings show it (its id, where it came from, its status and error)."""
     return {
-        "doc_id": doc.doc_id,
-        "user_id": doc.user_id,
-        "set_id": doc.set_id,
-        "filename": doc.filename,
+        **pick(doc, "doc_id", "user_id", "set_id", "filename"),
         "source": doc.source_uri,
-        "status": doc.status,
-        "error": doc.error,
-        "chunk_count": doc.chunk_count,
-        "size": doc.size,
-        "parser": doc.parser,
+        **pick(doc, "status", "error", "chunk_count", "size", "parser"),
         "updated_at": iso(doc.updated_at),
     }
 
@@ -118,19 +112,12 @@ def _run_dict(run: RunRow) -> dict[str, Any]:
 def chunk_summary(row: ChunkRow) -> dict[str, Any]:
     """A chunk or section as ``docs show --chunks`` lists it: position, per-kind status, attempts, last error."""
     return {
-        "chunk_id": row.chunk_id,
-        "unit": row.unit,
+        **pick(row, "chunk_id", "unit"),
         "index": row.chunk_index,
-        "section_id": row.section_id,
-        "section": row.section,
-        "page": row.page,
-        "start_line": row.start_line,
-        "end_line": row.end_line,
-        "token_count": row.token_count,
+        **pick(row, "section_id", "section", "page", "start_line", "end_line", "token_count"),
         "chars": len(row.content),
         "status": {kind: row.status_of(kind) for kind in VectorKind},
-        "attempts": row.attempts,
-        "last_error": row.last_error,
+        **pick(row, "attempts", "last_error"),
         "preview": " ".join(row.content.split())[:PREVIEW_CHARS],
     }
 

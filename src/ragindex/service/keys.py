@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragindex.errors import NotFoundError, ValidationError
+from ragindex.fields import pick
 from ragindex.service.store import ApiKeyRow, ApiKeyStore
 
 KEY_PREFIX = "rgx_"
@@ -57,11 +58,7 @@ def authenticate(store: ApiKeyStore, key: str) -> Principal | None:
 def describe(row: ApiKeyRow) -> dict[str, Any]:
     """A key as ``keys list`` shows it (no secret: the hash is not shown either)."""
     return {
-        "key_id": row.key_id,
-        "prefix": row.prefix,
-        "user_id": row.user_id,
-        "admin": row.admin,
-        "name": row.name,
+        **pick(row, "key_id", "prefix", "user_id", "admin", "name"),
         "created_at": row.created_at.isoformat(timespec="seconds"),
         "revoked_at": row.revoked_at.isoformat(timespec="seconds") if row.revoked_at else None,
     }

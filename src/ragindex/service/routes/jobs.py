@@ -11,6 +11,7 @@ from fastapi import Path as PathParam
 
 from ragindex.clock import iso
 from ragindex.errors import ValidationError
+from ragindex.fields import pick
 from ragindex.paging import DEFAULT_LIMIT, MAX_LIMIT, decode_cursor, encode_cursor
 from ragindex.service.cancel import request_cancel
 from ragindex.service.deps import CallerDep, StateDep
@@ -25,10 +26,7 @@ JobIdPath = Annotated[str, PathParam(max_length=64)]
 def job_summary(job: JobRow) -> dict[str, Any]:
     """A job's own fields (what ``GET /v1/jobs`` lists)."""
     return {
-        "job_id": job.job_id,
-        "kind": job.kind,
-        "status": job.status,
-        "set_id": job.set_id,
+        **pick(job, "job_id", "kind", "status", "set_id"),
         "files": [Path(f).name for f in job.files],
         "created_at": iso(job.created_at),
         "started_at": iso(job.started_at),
