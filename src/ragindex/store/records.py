@@ -41,27 +41,16 @@ class ChunkLayout:
     unit_kinds: Mapping[str, Collection[str]] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class DocumentRow:
-    """A document of the truth store."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DocumentRow(NewDocument):
+    """A document of the truth store: the version an ingest recorded, with its id and its state."""
 
     doc_id: int
-    user_id: int
-    set_id: int
-    source_uri: str
-    file_uri: str
-    file_hash: str
-    content_hash: str
-    filename: str
-    size: int
-    parser: str
     lifecycle_status: str
     status: str
     error: str | None
     chunk_count: int
-    metadata: Mapping[str, Any]
     updated_at: datetime
-    chunking_fingerprint: str = ""
 
 
 @dataclass(frozen=True, slots=True)
