@@ -138,9 +138,7 @@ class FailureLog:
     def _close_failed(self, run_id: int, stage: Stage, message: str, elapsed_ms: float) -> None:
         if stage in (Stage.CHUNKING, Stage.LOADING):
             self.store.set_stage(run_id, stage, RunStatus.FAILED, duration_ms=elapsed_ms)
-        self.store.finish_run(
-            run_id, RunStatus.FAILED, total_ms=elapsed_ms, failed_stage=stage, recover_from_stage=stage, error=message
-        )
+        self.store.finish_run(run_id, RunStatus.FAILED, total_ms=elapsed_ms, failed_stage=stage, error=message)
 
 
 def _entry(file_uri: str, source_uri: str, stage: str, error: str, doc_id: int | None) -> dict[str, Any]:

@@ -155,16 +155,9 @@ class RunStore(Protocol):
         ...
 
     def finish_run(
-        self,
-        run_id: int,
-        status: str,
-        *,
-        total_ms: float,
-        failed_stage: str | None = None,
-        recover_from_stage: str | None = None,
-        error: str | None = None,
+        self, run_id: int, status: str, *, total_ms: float, failed_stage: str | None = None, error: str | None = None
     ) -> None:
-        """Close a run as SUCCESS or FAILED (with the failed stage and where to resume)."""
+        """Close a run as SUCCESS or FAILED (with the failed stage, where a resume starts)."""
         ...
 
     def runs(

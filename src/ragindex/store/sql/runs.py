@@ -61,14 +61,7 @@ class SqlRuns(SqlCore):
         now = utcnow()
         with self._tx() as conn:
             for item in outcomes:
-                values: dict[str, Any] = {
-                    "status": item["status"],
-                    "failed_stage": item["failed_stage"],
-                    "recover_from_stage": item["failed_stage"],
-                    "error": clip_error(item["error"]),
-                    "total_ms": item["total_ms"],
-                    "finished_at": now,
-                }
+                values = _closed(item["status"], item["failed_stage"], item["error"], item["total_ms"], now)
                 for stage, (status, duration) in item["stages"].items():
                     values[f"{stage}_status"] = status
                     values[f"{stage}_ms"] = duration
@@ -97,29 +90,12 @@ class SqlRuns(SqlCore):
             conn.execute(update(schema.pipeline_runs).where(RUN.run_id == run_id).values(**values))
 
     def finish_run(
-        self,
-        run_id: int,
-        status: str,
-        *,
-        total_ms: float,
-        failed_stage: str | None = None,
-        recover_from_stage: str | None = None,
-        error: str | None = None,
+        self, run_id: int, status: str, *, total_ms: float, failed_stage: str | None = None, error: str | None = None
     ) -> None:
-        """Close a run as SUCCESS or FAILED (with the failed stage and where to resume)."""
+        """Close a run as SUCCESS or FAILED (with the failed stage, where a resume starts)."""
+        values = _closed(status, failed_stage, error, total_ms, utcnow())
         with self._tx() as conn:
-            conn.execute(
-                update(schema.pipeline_runs)
-                .where(RUN.run_id == run_id)
-                .values(
-                    status=status,
-                    total_ms=total_ms,
-                    failed_stage=failed_stage,
-                    recover_from_stage=recover_from_stage,
-                    error=clip_error(error),
-                    finished_at=utcnow(),
-                )
-            )
+            conn.execute(update(schema.pipeline_runs).where(RUN.run_id == run_id).values(**values))
 
     def runs(
         self,
@@ -176,3 +152,17 @@ def insert_run(
         )
     )
     return new_id(result.inserted_primary_key)
+
+
+def _closed(
+    status: str, failed_stage: str | None, error: str | None, total_ms: float | None, now: datetime
+) -> dict[str, Any]:
+    """The columns that close a run: a FAILED one resumes from the stage it failed at."""
+    return {
+        "status": status,
+        "failed_stage": failed_stage,
+        "recover_from_stage": failed_stage,
+        "error": clip_error(error),
+        "total_ms": total_ms,
+        "finished_at": now,
+    }

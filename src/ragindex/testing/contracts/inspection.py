@@ -139,9 +139,7 @@ class DocumentInspectionContract:
         assert (legacy.stages[0].status, legacy.stages[0].error) == ("FAILED", "DocumentLoadError: invalid JSON")
 
         run_id = store.start_run(doc_id, job_id="job-9")
-        store.finish_run(
-            run_id, RunStatus.FAILED, total_ms=0.0, failed_stage="LOADING", recover_from_stage="LOADING", error="bad"
-        )
+        store.finish_run(run_id, RunStatus.FAILED, total_ms=0.0, failed_stage="LOADING", error="bad")
         detail = describe_document(store, doc_id, user_id=1)
         assert [(s.stage, s.status, s.error) for s in detail.stages] == [
             ("loading", "FAILED", "bad"),

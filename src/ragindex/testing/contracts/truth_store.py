@@ -846,9 +846,7 @@ class TruthStoreContract:
 
         store.set_stage(r1, Stage.CHUNKING, RunStatus.SUCCESS, duration_ms=1.5, chunk_count=3)
         store.set_stage(r1, Stage.DENSE, RunStatus.FAILED, duration_ms=20.25)
-        store.finish_run(
-            r1, RunStatus.FAILED, total_ms=30.0, failed_stage="DENSE", recover_from_stage="DENSE", error="e" * 5000
-        )
+        store.finish_run(r1, RunStatus.FAILED, total_ms=30.0, failed_stage="DENSE", error="e" * 5000)
         store.finish_run(r2, RunStatus.SUCCESS, total_ms=5.0)
         r3 = store.start_run(d1, job_id="job-2")
 
