@@ -16,7 +16,7 @@ from sqlalchemy import and_, insert, or_, select, update
 from ragindex.clock import utcnow
 from ragindex.errors import NotFoundError
 from ragindex.service import schema
-from ragindex.store.sql.core import SqlCore
+from ragindex.store.sql.core import SqlCore, given
 from ragindex.store.sql.rows import record
 
 
@@ -186,11 +186,9 @@ class SqlServiceStore(SqlCore):
 
     def get_job(self, job_id: str, *, user_id: int | None = None) -> JobRow:
         """See :meth:`JobStore.get_job`."""
-        cond = [schema.jobs.c.job_id == job_id]
-        if user_id is not None:
-            cond.append(schema.jobs.c.user_id == user_id)
+        t = schema.jobs.c
         with self._tx() as conn:
-            row = conn.execute(select(schema.jobs).where(*cond)).first()
+            row = conn.execute(select(schema.jobs).where(t.job_id == job_id, *given((t.user_id, user_id)))).first()
         if row is None:
             raise NotFoundError(f"job {job_id} not found", job_id=job_id)
         return _job_row(row._mapping)
@@ -212,11 +210,7 @@ class SqlServiceStore(SqlCore):
     ) -> list[JobRow]:
         """See :meth:`JobStore.list_jobs` (keyset pagination on the ``ix_jobs_tenant`` index)."""
         t = schema.jobs.c
-        cond = []
-        if user_id is not None:
-            cond.append(t.user_id == user_id)
-        if status is not None:
-            cond.append(t.status == status)
+        cond = given((t.user_id, user_id), (t.status, status))
         if before is not None:
             created, job_id = before
             cond.append(or_(t.created_at < created, and_(t.created_at == created, t.job_id < job_id)))
@@ -252,9 +246,7 @@ class SqlServiceStore(SqlCore):
     def list_api_keys(self, *, user_id: int | None = None) -> list[ApiKeyRow]:
         """See :meth:`ApiKeyStore.list_api_keys`."""
         t = schema.api_keys.c
-        query = select(schema.api_keys).order_by(t.created_at, t.key_id)
-        if user_id is not None:
-            query = query.where(t.user_id == user_id)
+        query = select(schema.api_keys).where(*given((t.user_id, user_id))).order_by(t.created_at, t.key_id)
         with self._tx() as conn:
             return [_api_key_row(r._mapping) for r in conn.execute(query)]
 

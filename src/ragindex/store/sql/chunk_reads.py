@@ -11,7 +11,7 @@ from sqlalchemy import and_, func, or_, select
 from ragindex.errors import NotFoundError
 from ragindex.store import schema
 from ragindex.store.records import ChunkRow, ChunkView
-from ragindex.store.sql.core import CH, DOC, KINDS, SqlCore, batches, status_col
+from ragindex.store.sql.core import CH, DOC, KINDS, SqlCore, batches, given, status_col
 from ragindex.store.sql.rows import chunk_row
 from ragindex.store.states import IndexStatus, Lifecycle
 from ragindex.types import Unit
@@ -72,9 +72,7 @@ class SqlChunkReads(SqlCore):
         self, doc_id: int, *, include_removed: bool = False, unit: str | None = Unit.CHUNK
     ) -> list[ChunkRow]:
         """A document's chunks in order (its sections with ``unit="section"``, every row with ``unit=None``)."""
-        cond = [CH.doc_id == doc_id]
-        if unit is not None:
-            cond.append(CH.unit == unit)
+        cond = [CH.doc_id == doc_id, *given((CH.unit, unit))]
         if not include_removed:
             cond.append(CH.lifecycle_status == Lifecycle.ACTIVE)
         with self._tx() as conn:

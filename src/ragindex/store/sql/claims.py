@@ -26,6 +26,7 @@ from ragindex.store.sql.core import (
     batches,
     claim_col,
     clip_error,
+    given,
     status_col,
 )
 from ragindex.store.sql.rows import chunk_row
@@ -57,10 +58,7 @@ class SqlClaims(SqlCore):
             cond.append(CH.doc_id.in_(list(doc_ids)))
         if chunk_ids is not None:
             cond.append(CH.chunk_id.in_(list(chunk_ids)))
-        if user_id is not None:
-            cond.append(CH.user_id == user_id)
-        if set_id is not None:
-            cond.append(CH.set_id == set_id)
+        cond += given((CH.user_id, user_id), (CH.set_id, set_id))
         query = select(schema.chunks).where(*cond).order_by(CH.doc_id, CH.chunk_index)
         if limit is not None:
             query = query.limit(limit)

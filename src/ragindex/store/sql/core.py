@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, Table, create_engine, event, insert
+from sqlalchemy import ColumnElement, Connection, Engine, Table, create_engine, event, insert
 from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.sql import Executable
@@ -30,6 +30,11 @@ CH = schema.chunks.c
 RUN = schema.pipeline_runs.c
 OWN = schema.claim_owners.c
 OWNER_ID_CHARS = 16  # a claim token is its owner's id followed by 16 hex characters of its own
+
+
+def given(*filters: tuple[ColumnElement[Any], Any]) -> list[ColumnElement[bool]]:
+    """``column == value`` for each (column, value) whose value is given (not None): a read's optional filters."""
+    return [column == value for column, value in filters if value is not None]
 
 
 class SqlCore:

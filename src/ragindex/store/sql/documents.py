@@ -14,7 +14,7 @@ from ragindex.hashing import sha256_text
 from ragindex.store import schema
 from ragindex.store.records import ChunkDiff, ChunkLayout, DocumentRow, NewDocument
 from ragindex.store.sql.chunks import replace_chunk_rows
-from ragindex.store.sql.core import CH, DOC, RUN, SqlCore, clip_error, new_id
+from ragindex.store.sql.core import CH, DOC, RUN, SqlCore, clip_error, given, new_id
 from ragindex.store.sql.parsed import delete_parsed, has_parsed, write_parsed
 from ragindex.store.sql.rows import doc_row
 from ragindex.store.sql.runs import insert_run
@@ -161,11 +161,9 @@ class SqlDocuments(SqlCore):
 
     def get_document(self, doc_id: int, *, user_id: int | None = None) -> DocumentRow:
         """A document by id (scoped to ``user_id`` when given); NotFoundError otherwise."""
-        cond = [DOC.doc_id == doc_id]
-        if user_id is not None:
-            cond.append(DOC.user_id == user_id)
+        query = select(schema.documents).where(DOC.doc_id == doc_id, *given((DOC.user_id, user_id)))
         with self._tx() as conn:
-            row = conn.execute(select(schema.documents).where(*cond)).first()
+            row = conn.execute(query).first()
         if row is None:
             raise NotFoundError(f"document {doc_id} not found", doc_id=doc_id)
         return doc_row(row._mapping)
@@ -193,10 +191,8 @@ class SqlDocuments(SqlCore):
         Keyset pagination: a page starts after the last doc_id of the previous one, so documents added or
         removed meanwhile never shift a page, and every page costs one index range scan.
         """
-        cond = [*_document_filter(user_id, set_id, include_removed=False), DOC.doc_id > after]
-        if status is not None:
-            cond.append(DOC.status == status)
-        query = select(schema.documents).where(*cond).order_by(DOC.doc_id).limit(limit)
+        cond = [*_document_filter(user_id, set_id, include_removed=False), *given((DOC.status, status))]
+        query = select(schema.documents).where(*cond, DOC.doc_id > after).order_by(DOC.doc_id).limit(limit)
         with self._tx() as conn:
             return [doc_row(r._mapping) for r in conn.execute(query)]
 
@@ -230,11 +226,7 @@ class SqlDocuments(SqlCore):
 
 
 def _document_filter(user_id: int | None, set_id: int | None, *, include_removed: bool) -> list[Any]:
-    cond: list[Any] = []
-    if user_id is not None:
-        cond.append(DOC.user_id == user_id)
-    if set_id is not None:
-        cond.append(DOC.set_id == set_id)
+    cond: list[Any] = given((DOC.user_id, user_id), (DOC.set_id, set_id))
     if not include_removed:
         cond.append(DOC.lifecycle_status == Lifecycle.ACTIVE)
     return cond

@@ -11,7 +11,7 @@ from sqlalchemy import Connection, bindparam, func, insert, select, update
 from ragindex.clock import utcnow
 from ragindex.store import schema
 from ragindex.store.records import RunRow
-from ragindex.store.sql.core import CH, DOC, RUN, SqlCore, batches, clip_error, new_id, status_col
+from ragindex.store.sql.core import CH, DOC, RUN, SqlCore, batches, clip_error, given, new_id, status_col
 from ragindex.store.sql.rows import run_row
 from ragindex.store.states import IndexStatus, Lifecycle, RunStatus
 from ragindex.types import VectorKind
@@ -106,13 +106,7 @@ class SqlRuns(SqlCore):
         limit: int | None = None,
     ) -> list[RunRow]:
         """Pipeline runs, newest first (at most ``limit``)."""
-        cond = []
-        if doc_id is not None:
-            cond.append(RUN.doc_id == doc_id)
-        if job_id is not None:
-            cond.append(RUN.job_id == job_id)
-        if status is not None:
-            cond.append(RUN.status == status)
+        cond = given((RUN.doc_id, doc_id), (RUN.job_id, job_id), (RUN.status, status))
         with self._tx() as conn:
             query = select(schema.pipeline_runs).where(*cond).order_by(RUN.run_id.desc())
             rows = conn.execute(query if limit is None else query.limit(limit)).all()
@@ -122,9 +116,7 @@ class SqlRuns(SqlCore):
         """The newest run of every document (optionally only those with ``status``)."""
         with self._tx() as conn:
             newest = select(func.max(RUN.run_id)).group_by(RUN.doc_id).scalar_subquery()
-            query = select(schema.pipeline_runs).where(RUN.run_id.in_(newest))
-            if status is not None:
-                query = query.where(RUN.status == status)
+            query = select(schema.pipeline_runs).where(RUN.run_id.in_(newest), *given((RUN.status, status)))
             return [run_row(r._mapping) for r in conn.execute(query.order_by(RUN.doc_id))]
 
 
