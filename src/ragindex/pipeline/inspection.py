@@ -19,7 +19,7 @@ from ragindex.errors import NotFoundError, ValidationError
 from ragindex.fields import pick
 from ragindex.paging import DEFAULT_LIMIT, check_limit, decode_cursor, encode_cursor
 from ragindex.store.protocol import TruthStore
-from ragindex.store.records import ChunkRow, DocumentRow, ParsedDocument, RunRow
+from ragindex.store.records import ChunkRow, DocumentFilter, DocumentRow, ParsedDocument, RunRow
 from ragindex.store.states import Lifecycle, RunStatus, Stage
 from ragindex.types import VectorKind
 
@@ -142,7 +142,7 @@ def list_documents(
     after = 0
     if cursor:
         (after,) = _int_key(decode_cursor("documents", cursor))
-    rows = store.document_page(user_id=user_id, set_id=set_id, status=status, after=after, limit=limit + 1)
+    rows = store.document_page(DocumentFilter(user_id, set_id, status), after=after, limit=limit + 1)
     more = len(rows) > limit
     rows = rows[:limit]
     return DocumentPage(tuple(rows), encode_cursor("documents", [rows[-1].doc_id]) if more else None)

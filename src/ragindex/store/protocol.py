@@ -22,6 +22,7 @@ from ragindex.store.records import (
     ChunkRow,
     ChunkView,
     Claim,
+    DocumentFilter,
     DocumentRow,
     IndexMeta,
     NewDocument,
@@ -100,16 +101,8 @@ class DocumentStore(Protocol):
         """Documents, optionally of one tenant/set, ordered by doc_id."""
         ...
 
-    def document_page(
-        self,
-        *,
-        user_id: int | None = None,
-        set_id: int | None = None,
-        status: str | None = None,
-        after: int = 0,
-        limit: int = 100,
-    ) -> list[DocumentRow]:
-        """ACTIVE documents after doc_id ``after`` (of a tenant, set, status if given) by doc_id, at most ``limit``."""
+    def document_page(self, where: DocumentFilter, *, after: int = 0, limit: int = 100) -> list[DocumentRow]:
+        """ACTIVE documents ``where`` selects after doc_id ``after``, by doc_id, at most ``limit``."""
         ...
 
     def find_documents_under(self, user_id: int, set_id: int, prefix: str) -> list[DocumentRow]:

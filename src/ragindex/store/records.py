@@ -41,6 +41,15 @@ class ChunkLayout:
     unit_kinds: Mapping[str, Collection[str]] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class DocumentFilter:
+    """Which documents a listing shows: those of a tenant, of a set and with a processing status, each when given."""
+
+    user_id: int | None = None
+    set_id: int | None = None
+    status: str | None = None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DocumentRow(NewDocument):
     """A document of the truth store: the version an ingest recorded, with its id and its state."""

@@ -12,7 +12,7 @@ from ragindex.clock import utcnow
 from ragindex.errors import NotFoundError
 from ragindex.hashing import sha256_text
 from ragindex.store import schema
-from ragindex.store.records import ChunkDiff, ChunkLayout, DocumentRow, NewDocument
+from ragindex.store.records import ChunkDiff, ChunkLayout, DocumentFilter, DocumentRow, NewDocument
 from ragindex.store.sql.chunks import replace_chunk_rows
 from ragindex.store.sql.core import CH, DOC, RUN, SqlCore, clip_error, given, new_id
 from ragindex.store.sql.parsed import delete_parsed, has_parsed, write_parsed
@@ -177,22 +177,15 @@ class SqlDocuments(SqlCore):
             rows = conn.execute(select(schema.documents).where(*cond).order_by(DOC.doc_id)).all()
         return [doc_row(r._mapping) for r in rows]
 
-    def document_page(
-        self,
-        *,
-        user_id: int | None = None,
-        set_id: int | None = None,
-        status: str | None = None,
-        after: int = 0,
-        limit: int = 100,
-    ) -> list[DocumentRow]:
-        """ACTIVE documents after doc_id ``after`` (of a tenant, set, status when given) by doc_id, at most ``limit``.
+    def document_page(self, where: DocumentFilter, *, after: int = 0, limit: int = 100) -> list[DocumentRow]:
+        """ACTIVE documents ``where`` selects after doc_id ``after``, by doc_id, at most ``limit``.
 
         Keyset pagination: a page starts after the last doc_id of the previous one, so documents added or
         removed meanwhile never shift a page, and every page costs one index range scan.
         """
-        cond = [*_document_filter(user_id, set_id, include_removed=False), *given((DOC.status, status))]
-        query = select(schema.documents).where(*cond, DOC.doc_id > after).order_by(DOC.doc_id).limit(limit)
+        cond = _document_filter(where.user_id, where.set_id, include_removed=False)
+        cond += [*given((DOC.status, where.status)), DOC.doc_id > after]
+        query = select(schema.documents).where(*cond).order_by(DOC.doc_id).limit(limit)
         with self._tx() as conn:
             return [doc_row(r._mapping) for r in conn.execute(query)]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from sqlalchemy import inspect, text
@@ -20,7 +21,7 @@ from ragindex.pipeline.cancel import close_open_runs
 from ragindex.pipeline.inspection import describe_document, list_documents
 from ragindex.store import schema
 from ragindex.store.migrations import apply_migrations
-from ragindex.store.records import ChunkLayout
+from ragindex.store.records import ChunkLayout, DocumentFilter
 from ragindex.store.sql import SqlTruthStore
 from ragindex.store.states import RunStatus
 from ragindex.testing.contracts.truth_store import drafts, index_done, ingest, new_document
@@ -55,8 +56,8 @@ class DocumentInspectionContract:
         store.set_document_status(ids[1], RunStatus.FAILED, "boom")
         store.remove_documents([ids[4]])
 
-        def page(**kw: object) -> list[int]:
-            return [d.doc_id for d in store.document_page(**kw)]  # type: ignore[arg-type]
+        def page(*, after: int = 0, limit: int = 100, **where: Any) -> list[int]:
+            return [d.doc_id for d in store.document_page(DocumentFilter(**where), after=after, limit=limit)]
 
         assert page(user_id=1) == [*ids[:4], other_set]
         assert page(user_id=1, limit=2) == ids[:2]
