@@ -5,22 +5,19 @@ from __future__ import annotations
 import io
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ragindex.errors import DocumentLoadError, RagindexError
 from ragindex.loaders.layout import LayoutBuilder
-from ragindex.loaders.pdf import OcrFactory, add_ocr_paragraphs
+from ragindex.loaders.pdf import OcrLoader, add_ocr_paragraphs
 from ragindex.types import Document
-
-if TYPE_CHECKING:
-    from ragindex.loaders.ocr import TesseractOcr
 
 MAX_PIXELS = 60_000_000
 """Largest image read (a 300 dpi A0 scan is ~140 M pixels; A3 at 400 dpi ~31 M): a decompression bomb, e.g. a
 small png that inflates to 100,000 x 100,000 pixels, fails alone before it is decoded."""
 
 
-class ImageLoader:
+class ImageLoader(OcrLoader):
     """Loads ``.png``, ``.jpg``/``.jpeg`` and ``.tif``/``.tiff`` by OCR; boxes are in the image's pixels.
 
     Args:
@@ -30,14 +27,6 @@ class ImageLoader:
 
     name: str = "image"
     suffixes: tuple[str, ...] = (".png", ".jpg", ".jpeg", ".tif", ".tiff")
-
-    def __init__(self, *, ocr: OcrFactory | None = None, max_pages: int = 2000) -> None:
-        self.ocr = ocr
-        self.max_pages = max_pages
-        self._engine: TesseractOcr | None = None
-
-    def __getstate__(self) -> dict[str, Any]:  # the engine is rebuilt in the parser process, never pickled
-        return {**{k: v for k, v in self.__dict__.items() if k != "_engine"}, "_engine": None}
 
     def load(self, path: Path, data: bytes) -> list[Document]:
         """OCR every frame of the image in ``data`` into one document whose ``source_uri`` is ``str(path)``.
@@ -52,15 +41,15 @@ class ImageLoader:
         frames = int(getattr(image, "n_frames", 1))
         if frames > self.max_pages:
             raise DocumentLoadError(f"{path.name}: {frames} frames, more than RAGINDEX_MAX_PDF_PAGES={self.max_pages}")
-        if self._engine is None:
-            self._engine = self.ocr()
+        engine = self.engine()
+        assert engine is not None  # OCR is on (checked above)
         builder = LayoutBuilder(str(path), self.name)
         confidences: dict[str, float] = {}
         for number in range(1, frames + 1):
             try:
                 image.seek(number - 1)
                 frame = image.convert("L")
-                paragraphs = self._engine.recognize(frame)
+                paragraphs = engine.recognize(frame)
             except RagindexError as exc:
                 builder.warnings.append(f"page {number}: {exc.message}")
                 continue

@@ -47,7 +47,32 @@ _MIN_TABLE_ROWS = 2
 _MIN_TABLE_COLUMNS = 2
 
 
-class PdfLoader:
+class OcrLoader:
+    """What the loaders that read by OCR share: the engine, built on first use in the parser process.
+
+    Args:
+        ocr: Builds the OCR engine; None: OCR is off.
+        max_pages: A file with more pages fails alone (a runaway or hostile file).
+    """
+
+    def __init__(self, *, ocr: OcrFactory | None = None, max_pages: int = 2000) -> None:
+        self.ocr = ocr
+        self.max_pages = max_pages
+        self._engine: TesseractOcr | None = None
+
+    def __getstate__(self) -> dict[str, Any]:  # the engine is rebuilt in the parser process, never pickled
+        return {**{k: v for k, v in self.__dict__.items() if k != "_engine"}, "_engine": None}
+
+    def engine(self) -> TesseractOcr | None:
+        """The OCR engine (built on first use), or None when OCR is off."""
+        if self.ocr is None:
+            return None
+        if self._engine is None:
+            self._engine = self.ocr()
+        return self._engine
+
+
+class PdfLoader(OcrLoader):
     """Loads ``.pdf`` files into one markdown document with a block per heading, paragraph and table.
 
     Args:
@@ -64,14 +89,9 @@ class PdfLoader:
     def __init__(
         self, *, ocr: OcrFactory | None = None, max_pages: int = 2000, ocr_dpi: int = 200, ocr_workers: int = 0
     ) -> None:
-        self.ocr = ocr
-        self.max_pages = max_pages
+        super().__init__(ocr=ocr, max_pages=max_pages)
         self.ocr_dpi = ocr_dpi
         self.ocr_workers = ocr_workers or min(os.cpu_count() or 1, 4)
-        self._engine: TesseractOcr | None = None
-
-    def __getstate__(self) -> dict[str, Any]:  # the engine is rebuilt in the parser process, never pickled
-        return {**{k: v for k, v in self.__dict__.items() if k != "_engine"}, "_engine": None}
 
     def load(self, path: Path, data: bytes) -> list[Document]:
         """Parse ``data`` into a single document whose ``source_uri`` is ``str(path)``.
@@ -125,14 +145,6 @@ class PdfLoader:
         if ocr.confidences:
             metadata["ocr_pages"] = ocr.confidences
         return [builder.build(title=title, metadata=metadata)]
-
-    def engine(self) -> TesseractOcr | None:
-        """The OCR engine (built on first use), or None when OCR is off."""
-        if self.ocr is None:
-            return None
-        if self._engine is None:
-            self._engine = self.ocr()
-        return self._engine
 
     @staticmethod
     def _read_page(pdf: Any, number: int, tables: RuledTables, builder: LayoutBuilder) -> tuple[list[Paragraph], bool]:
