@@ -48,8 +48,9 @@ WORDS = [
 ]
 
 
-def make_report(pages: int, *, stamp: str = "") -> bytes:
-    """A ``pages``-page report: a heading and ~450 words per page, a ruled 12-row table every tenth page."""
+def make_report(pages: int, *, stamp: str = "", lines: int = 50, size: float = 9.5) -> bytes:
+    """A ``pages``-page report: a heading and ``lines`` lines of 17 words per page (50 lines of 9.5 pt: ~850
+    words, a dense page), a ruled 12-row table every tenth page."""
     from reportlab.lib import colors
     from reportlab.lib.pagesizes import A4
     from reportlab.pdfgen import canvas
@@ -61,13 +62,13 @@ def make_report(pages: int, *, stamp: str = "") -> bytes:
     for page in range(1, pages + 1):
         pdf.setFont("Helvetica-Bold", 15)
         pdf.drawString(60, 790, f"Chapter {page}: depot {page % 37} operations")
-        pdf.setFont("Helvetica", 9.5)
+        pdf.setFont("Helvetica", size)
         y = 765
-        rows = 22 if page % 10 == 0 else 50
+        rows = min(22, lines) if page % 10 == 0 else lines
         for line in range(rows):
             words = [WORDS[(page * 7 + line * 3 + k) % len(WORDS)] for k in range(13)]
             pdf.drawString(60, y, f"Line {line} of page {page}: " + " ".join(words) + ".")
-            y -= 14
+            y -= size * 1.5
         if page % 10 == 0:
             data = [["Depot", "Tonnes", "Trucks", "Delay (h)"]]
             data += [[f"Depot {page}-{r}", f"{1000 + r * page}", f"{r % 9}", f"{r / 4:.2f}"] for r in range(12)]
@@ -124,11 +125,14 @@ def bench_pdf() -> dict[str, Any]:
     pages = env_int("BENCH_PDF_PAGES", 300)
     scanned_pages = env_int("BENCH_OCR_PAGES", 10)
     text_pdf, scan_pdf = PDF_DIR / f"report-{pages}.pdf", PDF_DIR / f"scanned-{scanned_pages}.pdf"
+    typical_pdf = PDF_DIR / f"scanned-typical-{scanned_pages}.pdf"
     original = make_report(pages)
     text_pdf.write_bytes(original)
     scan_pdf.write_bytes(make_scan(original, scanned_pages))
+    # a book-like page: 28 lines of 11 pt, ~480 words (the dense page has ~850)
+    typical_pdf.write_bytes(make_scan(make_report(scanned_pages, lines=28, size=11), scanned_pages))
     result: dict[str, Any] = {}
-    for name, path in (("text", text_pdf), ("ocr", scan_pdf)):
+    for name, path in (("text", text_pdf), ("ocr", scan_pdf), ("ocr_typical", typical_pdf)):
         proc = python_module("bench.pdf", "parse", str(path))
         figures = proc.json()
         seconds = figures["load_s"] + figures["chunk_s"]
