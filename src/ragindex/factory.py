@@ -11,6 +11,7 @@ from ragindex.types import VectorKind
 if TYPE_CHECKING:
     from ragindex.chunking.protocol import Chunker
     from ragindex.config.sections import SparseSettings
+    from ragindex.encoders.dense.sentence_transformers import SentenceTransformerDenseEncoder
     from ragindex.encoders.protocol import DenseEncoder, SparseEncoder
     from ragindex.index.ownership import IndexOwnership
     from ragindex.index.protocol import VectorIndex
@@ -77,18 +78,21 @@ def build_index(settings: Settings, ownership: IndexOwnership | None = None) -> 
 
 
 def build_dense_encoder(settings: Settings, model: str | None = None) -> DenseEncoder:
-    """The dense encoder (the model itself loads on first use).
+    """The dense encoder (the model itself loads on first use), behind the query-vector LRU.
 
     ``dense_provider=openai`` gives the OpenAI-compatible HTTP client for ``model`` (default
-    ``RAGINDEX_DENSE_MODEL``) at ``RAGINDEX_DENSE_URL``; ``local`` the sentence-transformers model.
+    ``RAGINDEX_DENSE_MODEL``) at ``RAGINDEX_DENSE_URL``; ``local`` the sentence-transformers model, with its
+    ONNX export for queries and small ingests unless ``RAGINDEX_LIGHT_ENCODER=off``.
     """
+    from ragindex.encoders.dense.routed import RoutedDenseEncoder
+
     dense = settings.dense
     if dense.dense_provider == "openai":
         from ragindex.encoders.dense.openai_http import OpenAIHttpDenseEncoder
 
         if not dense.dense_url:
             raise ConfigurationError("dense_provider=openai needs RAGINDEX_DENSE_URL (the embeddings API base URL)")
-        return OpenAIHttpDenseEncoder(
+        remote = OpenAIHttpDenseEncoder(
             dense.dense_url,
             model or dense.dense_model,
             api_key=dense.dense_api_key.get_secret_value() if dense.dense_api_key else None,
@@ -99,10 +103,11 @@ def build_dense_encoder(settings: Settings, model: str | None = None) -> DenseEn
             max_retries=dense.dense_max_retries,
             languages=dense.dense_scripts,
         )
+        return RoutedDenseEncoder(remote, query_cache=dense.query_cache_size)
     from ragindex.encoders.dense.sentence_transformers import SentenceTransformerDenseEncoder
 
     runtime = settings.runtime
-    return SentenceTransformerDenseEncoder(
+    heavy = SentenceTransformerDenseEncoder(
         model or dense.dense_model,
         device=dense.dense_device,
         precision=dense.dense_precision,
@@ -110,6 +115,29 @@ def build_dense_encoder(settings: Settings, model: str | None = None) -> DenseEn
         offline=runtime.hf_offline,
         threads=runtime.torch_threads,
         languages=dense.dense_scripts,
+    )
+    light = None
+    if dense.light_encoder == "auto" and dense.dense_device == "cpu":
+        light = lambda: build_light_dense_encoder(settings, heavy)  # noqa: E731 - built on first use
+    return RoutedDenseEncoder(heavy, light, max_batch=dense.light_encoder_max_batch, query_cache=dense.query_cache_size)
+
+
+def build_light_dense_encoder(settings: Settings, heavy: SentenceTransformerDenseEncoder) -> DenseEncoder | None:
+    """The ONNX Runtime encoder of ``heavy``'s model (exported into the ONNX cache on first use), or None.
+
+    Raises:
+        ConfigurationError: The export or the load failed (the caller falls back to torch with a warning).
+    """
+    from ragindex.chunking.tokens import resolve_model_dir
+    from ragindex.encoders.dense.onnx import prepare_onnx_encoder
+
+    return prepare_onnx_encoder(
+        resolve_model_dir(heavy.source),
+        fingerprint=heavy.fingerprint,
+        languages=heavy.languages,
+        cache_dir=settings.dense.onnx_cache_dir,
+        batch_size=settings.dense.embed_batch_size,
+        threads=settings.runtime.torch_threads,
     )
 
 
