@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from ragindex.config.settings import Settings
@@ -78,21 +79,20 @@ def build_index(settings: Settings, ownership: IndexOwnership | None = None) -> 
 
 
 def build_dense_encoder(settings: Settings, model: str | None = None) -> DenseEncoder:
-    """The dense encoder (the model itself loads on first use), behind the query-vector LRU.
+    """The dense encoder (the model itself loads on first use).
 
     ``dense_provider=openai`` gives the OpenAI-compatible HTTP client for ``model`` (default
-    ``RAGINDEX_DENSE_MODEL``) at ``RAGINDEX_DENSE_URL``; ``local`` the sentence-transformers model, with its
-    ONNX export for queries and small ingests unless ``RAGINDEX_LIGHT_ENCODER=off``.
+    ``RAGINDEX_DENSE_MODEL``) at ``RAGINDEX_DENSE_URL``; ``local`` the sentence-transformers model behind a
+    :class:`~ragindex.encoders.dense.routed.RoutedDenseEncoder`: the query-vector LRU, and the model's ONNX
+    export for queries and small ingests unless ``RAGINDEX_LIGHT_ENCODER=off``.
     """
-    from ragindex.encoders.dense.routed import RoutedDenseEncoder
-
     dense = settings.dense
     if dense.dense_provider == "openai":
         from ragindex.encoders.dense.openai_http import OpenAIHttpDenseEncoder
 
         if not dense.dense_url:
             raise ConfigurationError("dense_provider=openai needs RAGINDEX_DENSE_URL (the embeddings API base URL)")
-        remote = OpenAIHttpDenseEncoder(
+        return OpenAIHttpDenseEncoder(
             dense.dense_url,
             model or dense.dense_model,
             api_key=dense.dense_api_key.get_secret_value() if dense.dense_api_key else None,
@@ -103,7 +103,7 @@ def build_dense_encoder(settings: Settings, model: str | None = None) -> DenseEn
             max_retries=dense.dense_max_retries,
             languages=dense.dense_scripts,
         )
-        return RoutedDenseEncoder(remote, query_cache=dense.query_cache_size)
+    from ragindex.encoders.dense.routed import RoutedDenseEncoder
     from ragindex.encoders.dense.sentence_transformers import SentenceTransformerDenseEncoder
 
     runtime = settings.runtime
@@ -117,8 +117,8 @@ def build_dense_encoder(settings: Settings, model: str | None = None) -> DenseEn
         languages=dense.dense_scripts,
     )
     light = None
-    if dense.light_encoder == "auto" and dense.dense_device == "cpu":
-        light = lambda: build_light_dense_encoder(settings, heavy)  # noqa: E731 - built on first use
+    if dense.light_encoder == "auto" and dense.dense_device == "cpu":  # built on first use
+        light = functools.partial(build_light_dense_encoder, settings, heavy)
     return RoutedDenseEncoder(heavy, light, max_batch=dense.light_encoder_max_batch, query_cache=dense.query_cache_size)
 
 

@@ -170,7 +170,7 @@ def test_small_ingests_use_the_light_encoder_and_its_cache_key() -> None:
     assert set(cache) == {("st:counting|float32", "ha"), ("st:counting|float32", "hb"), ("st:counting|bfloat16", "hc")}
 
 
-def test_light_encoder_off_and_remote_providers_have_no_light_encoder(onnx_cache_dir: Path) -> None:
+def test_light_encoder_off_keeps_torch_for_everything() -> None:
     off = factory.build_dense_encoder(Settings(light_encoder="off"))
     assert isinstance(off, RoutedDenseEncoder) and off.light() is None
     assert isinstance(off.heavy, SentenceTransformerDenseEncoder)

@@ -228,7 +228,9 @@ class DenseSettings(SettingsSection):
         "`$XDG_CACHE_HOME/ragindex/onnx` (`~/.cache/ragindex/onnx`).",
     )
     query_cache_size: int = Field(
-        1024, ge=0, description="Query vectors kept in memory per process (LRU by model and text); 0: none."
+        1024,
+        ge=0,
+        description="Query vectors of the local dense model kept per process (LRU by model and text); 0: none.",
     )
 
     @field_validator("dense_languages")
