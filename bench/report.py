@@ -189,7 +189,13 @@ def _light(s: dict[str, Any]) -> list[str]:
         f"| {name} | {_f(enc[name]['query_ms_median'])} | {_f(enc[name]['bulk_chunks_per_s'], 1)} |"
         for name in ("onnx", "torch-bfloat16", "torch-float32")
     ]
+    bulk = {name: enc[name]["bulk_chunks_per_s"] for name in ("onnx", "torch-bfloat16", "torch-float32")}
     lines += [
+        "",
+        f"Bulk ingests stay on torch: bf16 autocast encoded {_f(bulk['torch-bfloat16'] / bulk['onnx'])}x as many "
+        "chunks/s as ONNX Runtime (float32), which matched torch float32 "
+        f"({_f(bulk['onnx'] / bulk['torch-float32'])}x); "
+        "queries and small ingests go to ONNX Runtime, which needs no torch import.",
         "",
         f"Export (`ragindex models prepare`, empty cache: torch import, model load, `torch.onnx.export`): "
         f"{_f(export['export_wall_s'])} s whole process, {_f(export['onnx_mib'], 0)} MiB file; with the file "
