@@ -152,6 +152,62 @@ def _query(s: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _light(s: dict[str, Any]) -> list[str]:
+    one, change, enc, export = s["one_shot"], s["change"], s["encode"], s["export"]
+    lines = [
+        "The same model through ONNX Runtime (`RAGINDEX_LIGHT_ENCODER=auto`, the default) and through torch "
+        "(`RAGINDEX_LIGHT_ENCODER=off`, as before), on the 1,000-record SciFact copy of section (a). Whole "
+        "processes of the real CLI; medians of "
+        f"{len(one['onnx']['runs'])} searches (different queries, the query LRU is per process).",
+        "",
+        "| what | ONNX Runtime | torch |",
+        "| --- | ---: | ---: |",
+        f"| one-shot `ragindex search`, whole process, s (median; min-max) | **{_f(one['onnx']['wall_s_median'])}** "
+        f"({_f(one['onnx']['wall_s_min'])}-{_f(one['onnx']['wall_s_max'])}) | {_f(one['torch']['wall_s_median'])} "
+        f"({_f(one['torch']['wall_s_min'])}-{_f(one['torch']['wall_s_max'])}) |",
+        f"| of which `model_load` phase, ms | {_f(one['onnx']['model_load_ms_median'], 0)} | "
+        f"{_f(one['torch']['model_load_ms_median'], 0)} |",
+        f"| of which first query `encode`, ms | {_f(one['onnx']['encode_ms_median'], 1)} | "
+        f"{_f(one['torch']['encode_ms_median'], 1)} |",
+        f"| one-shot search peak RSS, MiB | {_f(one['onnx']['peak_rss_mb'], 0)} | "
+        f"{_f(one['torch']['peak_rss_mb'], 0)} |",
+        f"| 1% change (10 records) re-ingest, whole process, s | **{_f(change['onnx']['wall_s'])}** | "
+        f"{_f(change['torch']['wall_s'])} |",
+        f"| of which dense stage, ms ({change['onnx']['embedded']} / {change['torch']['embedded']} chunks) | "
+        f"{_f(change['onnx']['stage_ms'].get('dense', 0.0), 0)} | "
+        f"{_f(change['torch']['stage_ms'].get('dense', 0.0), 0)} |",
+        f"| 1% change peak RSS, MiB | {_f(change['onnx']['peak_rss_mb'], 0)} | "
+        f"{_f(change['torch']['peak_rss_mb'], 0)} |",
+        "",
+        f"In-process encode times ({enc['queries']} SciFact queries one at a time, median; then {enc['chunks']} "
+        "chunks of the index in one call, batch 64, sorted by length):",
+        "",
+        "| encoder | one query, ms (median) | bulk, chunks/s |",
+        "| --- | ---: | ---: |",
+    ]
+    lines += [
+        f"| {name} | {_f(enc[name]['query_ms_median'])} | {_f(enc[name]['bulk_chunks_per_s'], 1)} |"
+        for name in ("onnx", "torch-bfloat16", "torch-float32")
+    ]
+    bulk = {name: enc[name]["bulk_chunks_per_s"] for name in ("onnx", "torch-bfloat16", "torch-float32")}
+    lines += [
+        "",
+        f"Bulk ingests stay on torch: bf16 autocast encoded {_f(bulk['torch-bfloat16'] / bulk['onnx'])}x as many "
+        "chunks/s as ONNX Runtime (float32), which matched torch float32 "
+        f"({_f(bulk['onnx'] / bulk['torch-float32'])}x); "
+        "queries and small ingests go to ONNX Runtime, which needs no torch import.",
+        "",
+        f"Export (`ragindex models prepare`, empty cache: torch import, model load, `torch.onnx.export`): "
+        f"{_f(export['export_wall_s'])} s whole process, {_f(export['onnx_mib'], 0)} MiB file; with the file "
+        f"cached: {_f(export['cached_wall_s'])} s.",
+        "",
+        "Commands:",
+        "",
+        *[f"- `{c}`" for c in s["commands"].values()],
+    ]
+    return lines
+
+
 def _pdf(s: dict[str, Any]) -> list[str]:
     text, ocr, ingest, targets = s["text"], s["ocr"], s["ingest"], s["targets"]
 
@@ -204,6 +260,7 @@ SECTIONS = {
     "change": ("(c) Re-ingest after a 1% change", _change),
     "query": ("(d) Query latency", _query),
     "pdf": ("(e) PDF parsing and OCR", _pdf),
+    "light": ("(f) Light query encoder: ONNX Runtime vs torch", _light),
 }
 
 
@@ -212,8 +269,8 @@ def render() -> str:
     lines = [
         "# Benchmarks",
         "",
-        "Produced by `make bench` (`python -m bench.run [ingest] [noop] [change] [query] [pdf]`); raw figures in "
-        "`docs/benchmarks.json`. Every timing is wall-clock; CLI figures are child processes of the real "
+        "Produced by `make bench` (`python -m bench.run [ingest] [noop] [change] [query] [pdf] [light]`); raw figures "
+        "in `docs/benchmarks.json`. Every timing is wall-clock; CLI figures are child processes of the real "
         "`ragindex` (process start, imports and model load included) and peak RSS comes from `wait4`'s rusage "
         "(or `VmHWM` for in-process measurements).",
         "",

@@ -1,4 +1,4 @@
-"""The benchmark suite: ``python -m bench.run [ingest] [noop] [change] [query]`` (default: all, in that order).
+"""The benchmark suite: ``python -m bench.run [ingest] [noop] [change] [query] [pdf] [light]`` (default: all).
 
 Results go to docs/benchmarks.json (a subset run replaces only its sections) and docs/benchmarks.md.
 """
@@ -14,6 +14,7 @@ from typing import Any
 from bench.common import mark_start
 from bench.ingest import bench_change, bench_ingest, bench_noop
 from bench.latency import bench_query
+from bench.light import bench_light
 from bench.pdf import bench_pdf
 from bench.report import write
 
@@ -23,6 +24,7 @@ BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
     "change": bench_change,
     "query": bench_query,
     "pdf": bench_pdf,
+    "light": bench_light,
 }
 
 

@@ -50,12 +50,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(name)
 
 
+@pytest.fixture(scope="session")
+def onnx_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One ONNX cache per session: the light encoder is exported once, not per test, and never into ~/.cache."""
+    return tmp_path_factory.mktemp("onnx-cache")
+
+
 @pytest.fixture(autouse=True)
-def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, onnx_cache_dir: Path) -> Iterator[None]:
     for name in list(os.environ):
         if name.startswith("RAGINDEX_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("RAGINDEX_DATA_DIR", str(tmp_path / "ragindex-data"))
+    monkeypatch.setenv("RAGINDEX_ONNX_CACHE_DIR", str(onnx_cache_dir))
     yield
 
 

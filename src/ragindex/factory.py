@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from ragindex.config.settings import Settings
@@ -11,6 +12,7 @@ from ragindex.types import VectorKind
 if TYPE_CHECKING:
     from ragindex.chunking.protocol import Chunker
     from ragindex.config.sections import SparseSettings
+    from ragindex.encoders.dense.sentence_transformers import SentenceTransformerDenseEncoder
     from ragindex.encoders.protocol import DenseEncoder, SparseEncoder
     from ragindex.index.ownership import IndexOwnership
     from ragindex.index.protocol import VectorIndex
@@ -80,7 +82,9 @@ def build_dense_encoder(settings: Settings, model: str | None = None) -> DenseEn
     """The dense encoder (the model itself loads on first use).
 
     ``dense_provider=openai`` gives the OpenAI-compatible HTTP client for ``model`` (default
-    ``RAGINDEX_DENSE_MODEL``) at ``RAGINDEX_DENSE_URL``; ``local`` the sentence-transformers model.
+    ``RAGINDEX_DENSE_MODEL``) at ``RAGINDEX_DENSE_URL``; ``local`` the sentence-transformers model behind a
+    :class:`~ragindex.encoders.dense.routed.RoutedDenseEncoder`: the query-vector LRU, and the model's ONNX
+    export for queries and small ingests unless ``RAGINDEX_LIGHT_ENCODER=off``.
     """
     dense = settings.dense
     if dense.dense_provider == "openai":
@@ -99,10 +103,11 @@ def build_dense_encoder(settings: Settings, model: str | None = None) -> DenseEn
             max_retries=dense.dense_max_retries,
             languages=dense.dense_scripts,
         )
+    from ragindex.encoders.dense.routed import RoutedDenseEncoder
     from ragindex.encoders.dense.sentence_transformers import SentenceTransformerDenseEncoder
 
     runtime = settings.runtime
-    return SentenceTransformerDenseEncoder(
+    heavy = SentenceTransformerDenseEncoder(
         model or dense.dense_model,
         device=dense.dense_device,
         precision=dense.dense_precision,
@@ -110,6 +115,29 @@ def build_dense_encoder(settings: Settings, model: str | None = None) -> DenseEn
         offline=runtime.hf_offline,
         threads=runtime.torch_threads,
         languages=dense.dense_scripts,
+    )
+    light = None
+    if dense.light_encoder == "auto" and dense.dense_device == "cpu":  # built on first use
+        light = functools.partial(build_light_dense_encoder, settings, heavy)
+    return RoutedDenseEncoder(heavy, light, max_batch=dense.light_encoder_max_batch, query_cache=dense.query_cache_size)
+
+
+def build_light_dense_encoder(settings: Settings, heavy: SentenceTransformerDenseEncoder) -> DenseEncoder | None:
+    """The ONNX Runtime encoder of ``heavy``'s model (exported into the ONNX cache on first use), or None.
+
+    Raises:
+        ConfigurationError: The export or the load failed (the caller falls back to torch with a warning).
+    """
+    from ragindex.chunking.tokens import resolve_model_dir
+    from ragindex.encoders.dense.onnx import prepare_onnx_encoder
+
+    return prepare_onnx_encoder(
+        resolve_model_dir(heavy.source),
+        fingerprint=heavy.fingerprint,
+        languages=heavy.languages,
+        cache_dir=settings.dense.onnx_cache_dir,
+        batch_size=settings.dense.embed_batch_size,
+        threads=settings.runtime.torch_threads,
     )
 
 

@@ -135,6 +135,44 @@ def test_noop_run_loads_no_model_and_parses_nothing(tmp_path: Path, corpus: Path
     assert out["report"]["documents"]["unchanged"] == 3 and out["report"]["chunks"]["total"] == 0
 
 
+CLI_IN_SUBPROCESS = (
+    "import json, sys\n"
+    "from ragindex.cli import main\n"
+    "sys.argv = ['ragindex', *json.loads(sys.argv[1])]\n"
+    "try:\n"
+    "    main()\n"
+    "    code = 0\n"
+    "except SystemExit as exc:\n"
+    "    code = exc.code\n"
+    "heavy = [m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules]\n"
+    "sys.stderr.write('\\n' + json.dumps({'code': code, 'heavy': heavy}) + '\\n')\n"
+)
+
+
+def cli_subprocess(*args: str) -> tuple[Any, dict[str, Any]]:
+    """Run the CLI in a fresh process: (its JSON output, {'code', 'heavy': the heavy modules it imported})."""
+    done = subprocess.run(
+        [sys.executable, "-c", CLI_IN_SUBPROCESS, json.dumps(args)], capture_output=True, text=True, check=True
+    )
+    return json.loads(done.stdout), json.loads(done.stderr.strip().splitlines()[-1])
+
+
+def test_search_and_a_small_reingest_never_import_torch(tmp_path: Path, corpus: Path) -> None:
+    """The light encoder (ONNX Runtime, exported into the session's ONNX cache by the first ingest) does both."""
+    data = tmp_path / "data"
+    assert cli("ingest", str(corpus), "--json", data_dir=data)[0] == 0
+    out, proc = cli_subprocess("--data-dir", str(data), "search", "spring and neap tides", "--mode", "dense", "--json")
+    assert proc == {"code": 0, "heavy": []}
+    assert out["hits"][0]["filename"] == "tides.txt"
+    (corpus / "tides.txt").write_text(DOCS["tides.txt"] + "\n\nTidal bores run upriver where a funnel-shaped estuary")
+    report, proc = cli_subprocess("--data-dir", str(data), "ingest", str(corpus), "--json")
+    assert proc == {"code": 0, "heavy": []}
+    assert report["documents"]["changed"] == 1 and report["chunks"]["embedded"] >= 1
+    out, proc = cli_subprocess("--data-dir", str(data), "search", "tidal bore estuary", "--mode", "hybrid", "--json")
+    assert proc == {"code": 0, "heavy": []}
+    assert out["hits"][0]["filename"] == "tides.txt"
+
+
 @pytest.mark.parametrize(
     ("args", "field"),
     [

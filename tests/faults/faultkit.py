@@ -90,8 +90,14 @@ NEW_CHUNK_TEXT = "Glaciers carve U-shaped valleys and leave moraines of unsorted
 
 
 def settings(data_dir: Path, **extra: Any) -> Settings:
-    """The settings every engine of the suite uses (small chunks: several per document)."""
-    return Settings(data_dir=data_dir, chunk_size=CHUNK_SIZE, chunk_overlap=CHUNK_OVERLAP, **extra)
+    """The settings every engine of the suite uses (small chunks: several per document).
+
+    The light (ONNX) encoder is off: :func:`warm_cache` seeds the torch encoder's cache key, and the suite is
+    about the pipeline's failpoints, not the encoder runtimes (tests/encoders_local/test_onnx_encoder.py).
+    """
+    return Settings(
+        data_dir=data_dir, chunk_size=CHUNK_SIZE, chunk_overlap=CHUNK_OVERLAP, **{"light_encoder": "off", **extra}
+    )
 
 
 def cli_env(
@@ -103,6 +109,7 @@ def cli_env(
         RAGINDEX_DATA_DIR=str(data_dir),
         RAGINDEX_CHUNK_SIZE=str(CHUNK_SIZE),
         RAGINDEX_CHUNK_OVERLAP=str(CHUNK_OVERLAP),
+        RAGINDEX_LIGHT_ENCODER="off",
         OPENBLAS_NUM_THREADS="1",
     )
     if failpoints:

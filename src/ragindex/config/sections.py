@@ -212,6 +212,26 @@ class DenseSettings(SettingsSection):
         "`all-*`, every script otherwise), `all`, or a list of scripts / ISO 639-1 codes (`latin,cyrillic`, `en,zh`). "
         "Hybrid skips dense for a query in another script.",
     )
+    light_encoder: Literal["auto", "off"] = Field(
+        "auto",
+        description="`auto`: queries and small ingests (up to `RAGINDEX_LIGHT_ENCODER_MAX_BATCH` chunks) are "
+        "encoded by ONNX Runtime from the same local model (no torch import); `off`: always torch.",
+    )
+    light_encoder_max_batch: int = Field(
+        256,
+        ge=0,
+        description="Most chunks an ingest may embed with the light (ONNX) encoder; larger ingests use torch.",
+    )
+    onnx_cache_dir: Path | None = Field(
+        None,
+        description="Where exported ONNX models are kept, one folder per model fingerprint; default "
+        "`$XDG_CACHE_HOME/ragindex/onnx` (`~/.cache/ragindex/onnx`).",
+    )
+    query_cache_size: int = Field(
+        1024,
+        ge=0,
+        description="Query vectors of the local dense model kept per process (LRU by model and text); 0: none.",
+    )
 
     @field_validator("dense_languages")
     @classmethod

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragindex.encoders.protocol import DenseEncoder
+from ragindex.encoders.protocol import DenseEncoder, DocumentRouter
 
 if TYPE_CHECKING:
     from ragindex.store.protocol import EmbeddingCacheStore
@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 class CachedDenseEncoder:
     """Looks every (cache_key, content_hash) up first and encodes only the misses, once each.
 
-    Counters ``computed`` and ``reused`` report what the encoder actually did.
+    Counters ``computed`` and ``reused`` report what the encoder actually did. :meth:`plan` lets a
+    :class:`~ragindex.encoders.protocol.DocumentRouter` pick the runtime for a run; the cache key is always
+    that of the encoder that computes the vectors.
     """
 
     def __init__(self, encoder: DenseEncoder, cache: EmbeddingCacheStore) -> None:
@@ -24,17 +26,22 @@ class CachedDenseEncoder:
         self.cache = cache
         self.computed = 0
         self.reused = 0
+        self._active: DenseEncoder = encoder
+
+    def plan(self, count: int) -> None:
+        """Encode the next run, of ``count`` chunks, with the encoder the router picks for that size."""
+        self._active = self.encoder.for_documents(count) if isinstance(self.encoder, DocumentRouter) else self.encoder
 
     def encode_documents(self, texts: Sequence[str], content_hashes: Sequence[str]) -> np.ndarray:
         """Vectors of ``texts`` (identified by ``content_hashes``) from the cache or the encoder."""
-        key = self.encoder.cache_key
+        key = self._active.cache_key
         found = self.cache.cached_vectors(key, content_hashes)
         missing: dict[str, str] = {}
         for text, content_hash in zip(texts, content_hashes, strict=True):
             if content_hash not in found:
                 missing.setdefault(content_hash, text)
         if missing:
-            vectors = self.encoder.encode_documents(list(missing.values()))
+            vectors = self._active.encode_documents(list(missing.values()))
             fresh = dict(zip(missing, vectors, strict=True))
             self.cache.cache_vectors(key, fresh)
             found.update(fresh)

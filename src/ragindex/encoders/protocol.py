@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -53,6 +53,15 @@ class DenseEncoder(Protocol):
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of queries, shape (n, dimension), float32, unit length."""
+        ...
+
+
+@runtime_checkable
+class DocumentRouter(Protocol):
+    """A dense encoder that picks the runtime by the size of an ingest (torch for bulk, ONNX for a few chunks)."""
+
+    def for_documents(self, count: int) -> DenseEncoder:
+        """The encoder (with its own ``cache_key``) for an ingest that embeds ``count`` chunks."""
         ...
 
 

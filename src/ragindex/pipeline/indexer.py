@@ -106,6 +106,8 @@ class Indexer:
         if kind == VectorKind.DENSE:
             # batches of similar length pad least: the encoder sorts only within one call, so sort across calls
             rows = sorted(rows, key=lambda r: len(r.indexed_text))
+            if rows:  # a small run goes to the light encoder: no torch import for a few changed files
+                self._encoder().plan(len(rows))
         for start in range(0, len(rows), self.batch_size):
             check_stop(self.stop)
             batch = rows[start : start + self.batch_size]

@@ -184,6 +184,8 @@ class CollectionBuilder:
     def _write(self, bucket: int, work: Mapping[str, Sequence[str]], stats: ConvergeStats) -> None:
         for kind in self.kinds:
             ids = [cid for cid in work.get(kind, ()) if cid not in stats.failed]
+            if kind == VectorKind.DENSE and ids:  # the runtime (and cache key) an ingest of this size would use
+                self.dense.plan(len(ids))
             for start in range(0, len(ids), self.batch_size):
                 rows = self.store.get_chunks(ids[start : start + self.batch_size])
                 rows = [r for r in rows if r.lifecycle_status == Lifecycle.ACTIVE]

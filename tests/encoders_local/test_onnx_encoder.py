@@ -1,0 +1,176 @@
+"""The light (ONNX Runtime) dense encoder against the torch one: same vectors, fallback, routing, query LRU.
+
+Real model (the shipped all-MiniLM-L6-v2), real torch and onnxruntime; the export goes to the session's ONNX
+cache (tests/conftest.py). That searches and small ingests never import torch: tests/e2e/test_cli_flow.py.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragindex import factory
+from ragindex.config.settings import Settings
+from ragindex.encoders.cached import CachedDenseEncoder
+from ragindex.encoders.dense.onnx import OnnxDenseEncoder
+from ragindex.encoders.dense.routed import QueryVectorCache, RoutedDenseEncoder
+from ragindex.encoders.dense.sentence_transformers import SentenceTransformerDenseEncoder
+from ragindex.engine import Engine
+from ragindex.language import Script
+
+pytestmark = pytest.mark.integration
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def real_texts() -> list[str]:
+    """~60 texts from the sample corpus: questions, answers, single sentences and whole files (truncated)."""
+    texts: list[str] = []
+    for line in (EXAMPLES / "faq.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        texts += [record["title"], record["text"]]
+    for name in ("history_of_printing.txt", "honeybee_colonies.txt", "tcp_congestion_control.md"):
+        body = (EXAMPLES / name).read_text(encoding="utf-8")
+        texts.append(body)  # ~600 tokens: both runtimes truncate at 256
+        texts += [s for s in re.split(r"(?<=[.!?])\s+", body) if len(s) > 20][:10]
+    texts += [(EXAMPLES / "数据治理.txt").read_text(encoding="utf-8")[:300], "", "  padded  ", "TCP", "ÉCOLE naïve"]
+    return texts
+
+
+@pytest.fixture(scope="module")
+def torch_fp32() -> SentenceTransformerDenseEncoder:
+    return SentenceTransformerDenseEncoder(MODEL, precision="float32")
+
+
+@pytest.fixture(scope="module")
+def onnx(onnx_cache_dir: Path) -> OnnxDenseEncoder:
+    light = factory.build_dense_encoder(Settings(onnx_cache_dir=onnx_cache_dir))
+    assert isinstance(light, RoutedDenseEncoder)
+    encoder = light.light()
+    assert isinstance(encoder, OnnxDenseEncoder)
+    return encoder
+
+
+def test_onnx_vectors_match_torch_float32(torch_fp32: SentenceTransformerDenseEncoder, onnx: OnnxDenseEncoder) -> None:
+    texts = real_texts()
+    assert len(texts) >= 50
+    reference = torch_fp32.encode_queries(texts)
+    light = onnx.encode_queries(texts)
+    assert light.shape == reference.shape == (len(texts), 384) and light.dtype == np.float32
+    cosines = np.sum(reference * light, axis=1)
+    assert cosines.min() >= 0.9999, texts[int(cosines.argmin())]
+    assert np.allclose(np.linalg.norm(light, axis=1), 1.0, atol=1e-5)
+    # a text alone (no padding) gives the vector it gets in a padded batch
+    alone = np.stack([onnx.encode_documents([t])[0] for t in texts[:8]])
+    assert np.sum(alone * light[:8], axis=1).min() >= 0.99999
+
+
+def test_onnx_shares_the_fingerprint_not_the_precision_key(
+    torch_fp32: SentenceTransformerDenseEncoder, onnx: OnnxDenseEncoder
+) -> None:
+    assert onnx.fingerprint == torch_fp32.fingerprint == f"st:{MODEL}"
+    assert onnx.cache_key == torch_fp32.cache_key == f"st:{MODEL}|float32"
+    assert onnx.dimension == 384 and onnx.languages == torch_fp32.languages
+
+
+def test_a_failed_export_falls_back_to_torch_with_one_warning(
+    tmp_path: Path, corpus: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocked = tmp_path / "not-a-dir"
+    blocked.write_text("a file where the cache dir should be: every write under it fails, even as root")
+    settings = Settings(data_dir=tmp_path / "data", onnx_cache_dir=blocked / "onnx")
+    with caplog.at_level(logging.WARNING), Engine(settings) as engine:
+        report = engine.ingest([corpus])
+        first = engine.search("queen bee and drones", user_id=1, set_id=1, mode="dense")
+        second = engine.search("slow start window", user_id=1, set_id=1, mode="dense")
+        assert isinstance(engine.dense, RoutedDenseEncoder) and engine.dense.light() is None
+    assert report.chunks["embedded"] == 3
+    assert first.hits and "Honeybee" in first.hits[0].text
+    assert second.hits and "TCP" in second.hits[0].text
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "light (ONNX) dense encoder is unavailable" in warnings[0], warnings
+    assert not list(tmp_path.glob("**/*.onnx*"))
+
+
+class CountingEncoder:
+    """Stands in for the encoders behind the router: counts the texts it is asked to encode."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.calls: list[list[str]] = []
+
+    fingerprint = "st:counting"
+    dimension = 4
+    languages = frozenset({Script.LATIN})
+
+    @property
+    def cache_key(self) -> str:
+        return f"{self.fingerprint}|{self.key}"
+
+    def _vectors(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        out = np.array([[len(t) + 1.0, 1.0, 0.0, 0.0] for t in texts], dtype=np.float32).reshape(-1, 4)
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self._vectors(texts)
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._vectors(texts)
+
+
+def test_query_lru_returns_the_same_vector_without_encoding_again() -> None:
+    heavy, light = CountingEncoder("heavy"), CountingEncoder("light")
+    router = RoutedDenseEncoder(heavy, lambda: light, query_cache=2)
+    first = router.encode_queries(["bees", "tcp"])
+    again = router.encode_queries(["tcp", "bees"])
+    assert light.calls == [["bees", "tcp"]] and heavy.calls == []
+    assert np.array_equal(again, first[::-1])
+    again[0, 0] = 42.0  # the caller's copy: the cached vector is untouched
+    assert router.encode_queries(["tcp"])[0, 0] != 42.0
+    router.encode_queries(["soil"])  # evicts the least recently used ("bees")
+    router.encode_queries(["bees"])
+    assert light.calls[1:] == [["soil"], ["bees"]]
+    assert router.queries.hits == 3
+    assert router.encode_queries([]).shape == (0, 4)
+
+
+def test_query_cache_of_size_zero_keeps_nothing() -> None:
+    cache = QueryVectorCache(0)
+    cache.put(("fp", "x"), np.ones(3, dtype=np.float32))
+    assert cache.get(("fp", "x")) is None
+
+
+def test_small_ingests_use_the_light_encoder_and_its_cache_key() -> None:
+    heavy, light = CountingEncoder("bfloat16"), CountingEncoder("float32")
+    router = RoutedDenseEncoder(heavy, lambda: light, max_batch=3)
+    assert router.for_documents(3) is light and router.for_documents(4) is heavy
+    cache: dict[tuple[str, str], np.ndarray] = {}
+
+    class Store:
+        def cached_vectors(self, key: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+            return {h: cache[key, h] for h in hashes if (key, h) in cache}
+
+        def cache_vectors(self, key: str, vectors: dict[str, np.ndarray]) -> None:
+            cache.update({(key, h): v for h, v in vectors.items()})
+
+    cached = CachedDenseEncoder(router, Store())  # type: ignore[arg-type]
+    cached.plan(2)
+    cached.encode_documents(["a", "b"], ["ha", "hb"])
+    cached.plan(10)
+    cached.encode_documents(["c"], ["hc"])
+    assert light.calls == [["a", "b"]] and heavy.calls == [["c"]]
+    assert set(cache) == {("st:counting|float32", "ha"), ("st:counting|float32", "hb"), ("st:counting|bfloat16", "hc")}
+
+
+def test_light_encoder_off_keeps_torch_for_everything() -> None:
+    off = factory.build_dense_encoder(Settings(light_encoder="off"))
+    assert isinstance(off, RoutedDenseEncoder) and off.light() is None
+    assert isinstance(off.heavy, SentenceTransformerDenseEncoder)
