@@ -179,6 +179,8 @@ class Engine(Maintenance):
         per_file: bool = False,
         job_id: str | None = None,
         progress: ProgressFn | None = None,
+        vanished: Sequence[str | Path] = (),
+        vanished_within: Sequence[str | Path] = (),
     ) -> IngestReport:
         """Sync files and folders into (user_id, set_id); see :class:`ragindex.pipeline.sync.SourceSync`.
 
@@ -197,6 +199,10 @@ class Engine(Maintenance):
             per_file: List each file's outcome in the report's ``files``.
             job_id: The service job this ingest runs for (recorded with each pipeline run).
             progress: Called with progress events.
+            vanished: Files or folders known to be gone (``ragindex watch``'s deletions and moves): the documents
+                of files at or under them that no longer exist are removed (unless ``keep_missing``), guarded per
+                folder of ``vanished_within`` like the files gone from a synced folder.
+            vanished_within: The folders whose guard counts the removals of ``vanished`` (the watched folders).
         """
         from ragindex.errors import InputError
         from ragindex.pipeline.discovery import RemovalGuard
@@ -240,6 +246,8 @@ class Engine(Maintenance):
             keep_missing=keep_missing,
             allow_mass_delete=allow_mass_delete,
             job_id=job_id,
+            vanished=[Path(p).expanduser().resolve() for p in vanished],
+            vanished_within=[Path(p).expanduser().resolve() for p in vanished_within],
         )
         self.owner.settle_runs(self.kinds, self.settings.indexing_stale_seconds)  # what a dead ingest left open
         self._maybe_optimize(user_id)

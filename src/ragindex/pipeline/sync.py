@@ -33,7 +33,7 @@ from ragindex.index.routing import bucket_of
 from ragindex.loaders.isolated import IsolatedParser
 from ragindex.loaders.registry import LoaderRegistry
 from ragindex.pipeline import faults
-from ragindex.pipeline.discovery import RemovalGuard, discover, planned_removals
+from ragindex.pipeline.discovery import RemovalGuard, discover, planned_removals, vanished_removals
 from ragindex.pipeline.failures import FailureLog, check_name, fails_alone
 from ragindex.pipeline.indexer import Indexer, StageResult, check_stop
 from ragindex.pipeline.report import IngestReport as IngestReport
@@ -191,8 +191,14 @@ class SourceSync:
         keep_missing: bool = False,
         allow_mass_delete: bool = False,
         job_id: str | None = None,
+        vanished: Sequence[Path] = (),
+        vanished_within: Sequence[Path] = (),
     ) -> IngestReport:
         """Sync ``paths`` into the set; see the module docstring for the rules.
+
+        ``vanished`` are files or folders known to be gone (a watcher's deletions and moves): the documents of
+        files at or under them that no longer exist are removed like those of files gone from a synced folder,
+        guarded per folder of ``vanished_within`` (see :func:`~ragindex.pipeline.discovery.vanished_removals`).
 
         Raises:
             MassDeleteError: The files of too many of a folder's documents are gone (nothing was written);
@@ -208,6 +214,12 @@ class SourceSync:
             gone = planned_removals(
                 self.store, user_id, set_id, folders, seen, guard=self.guard, allow=allow_mass_delete
             )
+            if vanished:
+                planned = {d.doc_id for d in gone}
+                extra = vanished_removals(
+                    self.store, user_id, set_id, vanished, vanished_within, guard=self.guard, allow=allow_mass_delete
+                )
+                gone += [d for d in extra if d.doc_id not in planned]
         known = self.store.file_hashes(user_id, set_id)
         rechunk = self.store.files_chunked_otherwise(user_id, set_id, self.chunking_fingerprint)
         bucket = bucket_of(user_id, self.bucket_count)
