@@ -143,7 +143,7 @@ def _watch_and_serve(make: MakeWatcher, printer: _Printer, *, host: str, port: i
 
         thread = threading.Thread(target=run, name="ragindex-watch", daemon=True)
         thread.start()
-        stops.restore()  # uvicorn stops gracefully on SIGINT/SIGTERM and exits 0
+        received = _note_signals()
         uvicorn.run(create_app(service=service, engine=engine), host=host, port=port, log_level=log_level)
         stop.set()
         engine.request_stop()
@@ -153,6 +153,21 @@ def _watch_and_serve(make: MakeWatcher, printer: _Printer, *, host: str, port: i
         engine.close()
     if failure:
         raise failure[0]
+    if received:
+        say(f"stopped ({signal.Signals(received[0]).name}): the service and the watcher ended cleanly", "yellow")
+
+
+def _note_signals() -> list[int]:
+    """SIGINT/SIGTERM only noted: uvicorn handles them while it runs, then hands the signal back to this handler.
+
+    So the service shuts down gracefully, the watcher and the engine are closed after it, and the exit code is 0
+    (with the default handler, the signal uvicorn hands back would kill the process before the engine is closed).
+    """
+    received: list[int] = []
+    stops.restore()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda sig, _frame: received.append(sig))
+    return received
 
 
 class _Printer:
