@@ -1,4 +1,4 @@
-"""The benchmark suite: ``python -m bench.run [ingest] [noop] [change] [query]`` (default: all, in that order).
+"""The benchmark suite: ``python -m bench.run [ingest] [noop] [change] [query] [pdf] [watch]`` (default: all).
 
 Results go to docs/benchmarks.json (a subset run replaces only its sections) and docs/benchmarks.md.
 """
@@ -16,6 +16,7 @@ from bench.ingest import bench_change, bench_ingest, bench_noop
 from bench.latency import bench_query
 from bench.pdf import bench_pdf
 from bench.report import write
+from bench.watch import bench_watch
 
 BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
     "ingest": bench_ingest,
@@ -23,6 +24,7 @@ BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
     "change": bench_change,
     "query": bench_query,
     "pdf": bench_pdf,
+    "watch": bench_watch,
 }
 
 
