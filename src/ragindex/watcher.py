@@ -225,12 +225,16 @@ class Watcher:
     def run(self, ready: Callable[[IngestReport], None] = lambda _report: None) -> None:
         """Watch, sync the watched paths once (then call ``ready``), and sync each due batch until :attr:`stop`."""
         synced = False
+        before: dict[Path, tuple[int, int]] = {}
         while not self.stop.is_set():
-            watched = self._targets()
+            watched = self._identities()
             if not watched:  # every watched path is gone: wait for one to come back
-                self._wait_for(lambda: bool(self._targets()))
+                self._wait_for(lambda: bool(self._identities()))
                 continue
-            events = self._events(watched)
+            if before:
+                self._resync_replaced(before, watched)
+            before = watched
+            events = self._events(list(watched))
             first = next(events, set())  # the watcher runs from here: a change made during the first sync is seen
             if not synced:
                 ready(self._first_sync())
@@ -244,11 +248,28 @@ class Watcher:
                 due = self.batcher.due()
                 if due:
                     self._sync(due)
-                if self._targets() != watched:  # a watched folder vanished or came back: watch anew
-                    for folder in self.folders:
-                        if folder.is_dir() and folder not in watched:
-                            self.batcher.add(folder)  # synced as a folder once quiet
+                if self._identities() != watched:  # a watched folder vanished, came back or was replaced
                     break
+
+    def _identities(self) -> dict[Path, tuple[int, int]]:
+        """The (device, inode) of each folder to watch that exists (a folder replaced by another has a new one)."""
+        out: dict[Path, tuple[int, int]] = {}
+        for path in self._targets():
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            out[path] = (st.st_dev, st.st_ino)
+        return out
+
+    def _resync_replaced(self, before: dict[Path, tuple[int, int]], now: dict[Path, tuple[int, int]]) -> None:
+        """Queue a sync of each watched path whose folder came back or was replaced: its new files had no event."""
+        for folder in self.folders:
+            if folder in now and before.get(folder) != now[folder]:
+                self.batcher.add(folder)
+        for file in self.files:
+            if file.parent in now and before.get(file.parent) != now[file.parent]:
+                self.batcher.add(file)
 
     def _targets(self) -> list[Path]:
         """What to give watchfiles: the watched folders that exist, and the folders of watched files.
@@ -277,8 +298,12 @@ class Watcher:
                 return
 
     def _wait_for(self, condition: Callable[[], bool]) -> None:
+        """Wait until ``condition`` holds, syncing what falls due meanwhile (the deletion of a vanished folder)."""
         while not self.stop.is_set() and not condition():
             self.checkpoint()
+            due = self.batcher.due()
+            if due:
+                self._sync(due)
             self.stop.wait(self.tick)
 
     def _first_sync(self) -> IngestReport:
@@ -340,6 +365,8 @@ class Watcher:
             path = Path(entry["path"])
             docs = store.documents_of_file(self.user_id, self.set_id, entry["path"])
             action = _action(entry)
+            if action == "unchanged" and path not in due:  # a file of a due folder (one that came back): no news
+                continue
             source = None
             if action == "added" and docs:
                 source = next((uri for uri, d in removed.items() if d.file_hash == docs[0].file_hash), None)

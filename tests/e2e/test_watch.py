@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import time
@@ -158,14 +159,27 @@ def test_watch_prints_a_line_per_change_and_stops_on_sigint(tmp_path: Path) -> N
             proc,
         )
         assert "1 chunks (1 embedded) searchable in " in line[0], line
+
+        def printed(text: str) -> Callable[[], bool]:
+            return lambda: text in log.read_text()
+
+        shutil.rmtree(folder)  # the watched folder vanishes: a deletion (one document, under the guard's minimum)
+        until("the removal", printed(" removed a.txt: gone from search in "), proc)
+        folder.mkdir()  # ... and comes back: watched again
+        (folder / "b.txt").write_text("Beavers build dams of branches.")
+        until("a file of the folder that came back", printed(" added b.txt: "), proc)
+        (folder / "c.txt").write_text("Falcons dive faster than any other bird.")
+        until("a file saved after it came back", printed(" added c.txt: "), proc)
         os.kill(proc.pid, signal.SIGINT)
         code = proc.wait(60)
     finally:
         end(proc)
     assert code == 0, outcome(proc, log)
     assert "stopped (SIGINT)" in log.read_text()
-    found = run(data, "search", "otters", "--mode", "bm25", "--json")
-    assert [h["filename"] for h in json.loads(found.stdout)["hits"]] == ["a.txt"], outcome(found)
+    found = run(data, "search", "falcons", "--mode", "bm25", "--json")
+    assert [h["filename"] for h in json.loads(found.stdout)["hits"]] == ["c.txt"], outcome(found)
+    gone = run(data, "search", "otters", "--mode", "bm25", "--json")
+    assert json.loads(gone.stdout)["hits"] == [], outcome(gone)
     assert run(data, "verify").returncode == 0
 
 
