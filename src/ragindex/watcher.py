@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragindex.errors import InputError, Interrupted, MassDeleteError, RagindexError
+from ragindex.errors import ConfigurationError, InputError, Interrupted, MassDeleteError, RagindexError
 
 if TYPE_CHECKING:
     from ragindex.engine import Engine
@@ -281,21 +281,30 @@ class Watcher:
         return found
 
     def _events(self, targets: Sequence[Path]) -> Iterator[set[tuple[Any, str]]]:
+        """Batches of (change, path) from watchfiles, and an empty batch every ``tick`` s without events."""
         import watchfiles
 
-        for batch in watchfiles.watch(
-            *targets,
-            watch_filter=None,
-            debounce=int(max(self.batcher.quiet, self.tick) * 1000),
-            step=50,
-            stop_event=self.stop,
-            rust_timeout=int(self.tick * 1000),
-            yield_on_timeout=True,
-            raise_interrupt=False,
-        ):
-            yield batch
-            if self.stop.is_set():
-                return
+        try:
+            for batch in watchfiles.watch(
+                *targets,
+                watch_filter=None,
+                debounce=int(max(self.batcher.quiet, self.tick) * 1000),
+                step=50,
+                stop_event=self.stop,
+                rust_timeout=int(self.tick * 1000),
+                yield_on_timeout=True,
+                raise_interrupt=False,
+            ):
+                yield batch
+                if self.stop.is_set():
+                    return
+        except FileNotFoundError:  # a watched folder vanished as the watcher started: run() looks again
+            return
+        except OSError as exc:
+            raise ConfigurationError(
+                f"cannot watch {', '.join(map(str, targets))}: {exc} (on Linux, raise the inotify limits: "
+                "sysctl fs.inotify.max_user_watches / max_user_instances)"
+            ) from exc
 
     def _wait_for(self, condition: Callable[[], bool]) -> None:
         """Wait until ``condition`` holds, syncing what falls due meanwhile (the deletion of a vanished folder)."""
