@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ragindex.encoders.cached import CachedDenseEncoder
     from ragindex.encoders.protocol import DenseEncoder
     from ragindex.index.protocol import VectorIndex
+    from ragindex.loaders.isolated import IsolatedParser
     from ragindex.pipeline.indexer import Indexer
     from ragindex.pipeline.inspection import DocumentDetail, DocumentPage
     from ragindex.pipeline.manage import ChunkManager
@@ -72,6 +73,8 @@ class Engine(Maintenance):
         self._chunker: Chunker | None = None
         self._reranker: Reranker | None = None
         self._parts_lock = threading.Lock()  # threads sharing one Engine (the service) build each part once
+        self._parser: IsolatedParser | None = None  # its child process is reused by the next ingest
+        self._parser_lock = threading.Lock()
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> Engine:
@@ -91,6 +94,8 @@ class Engine(Maintenance):
                 self._index.close()
                 self._index = None
             self.owner.unlock()
+            if self._parser is not None:
+                self._parser.close()
             for encoder in (self._dense, *self.sparse.values()):
                 close = getattr(encoder, "close", None)
                 if callable(close):
@@ -238,20 +243,41 @@ class Engine(Maintenance):
             progress=progress,
             stop=self._stop,
         )
-        report = sync.run(
-            [Path(p) for p in paths],
-            user_id=user_id,
-            set_id=set_id,
-            full=full,
-            keep_missing=keep_missing,
-            allow_mass_delete=allow_mass_delete,
-            job_id=job_id,
-            vanished=[Path(p).expanduser().resolve() for p in vanished],
-            vanished_within=[Path(p).expanduser().resolve() for p in vanished_within],
-        )
+        shared = self._parser_lock.acquire(blocking=False)  # a concurrent ingest parses with a parser of its own
+        try:
+            sync.parser = self._shared_parser() if shared else None
+            report = sync.run(
+                [Path(p) for p in paths],
+                user_id=user_id,
+                set_id=set_id,
+                full=full,
+                keep_missing=keep_missing,
+                allow_mass_delete=allow_mass_delete,
+                job_id=job_id,
+                vanished=[Path(p).expanduser().resolve() for p in vanished],
+                vanished_within=[Path(p).expanduser().resolve() for p in vanished_within],
+            )
+        finally:
+            if shared:
+                self._parser_lock.release()
         self.owner.settle_runs(self.kinds, self.settings.indexing_stale_seconds)  # what a dead ingest left open
         self._maybe_optimize(user_id)
         return report
+
+    def _shared_parser(self) -> IsolatedParser:
+        """The engine's parser: its child process starts with the first file to parse and serves every ingest after.
+
+        A resident process (``ragindex watch``, the service's jobs) so pays the parser's start (~0.2 s) once.
+        """
+        from ragindex.loaders.isolated import IsolatedParser
+
+        if self._parser is None:
+            settings = self.settings
+            loaders = factory.build_loaders(settings)
+            self._parser = IsolatedParser(
+                loaders, timeout=settings.parse_timeout_seconds, memory_mb=settings.parse_memory_mb
+            )
+        return self._parser
 
     def _own_dirs(self) -> list[Path]:
         """Directories of ragindex itself that discovery never enters: the data dir, a qdrant-client local path."""

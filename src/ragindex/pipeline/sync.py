@@ -119,6 +119,8 @@ class SourceSync:
         section_max_chars: Section size limit (0: no sections, every kind on chunks).
         contextual: Index chunks and sections with their ``Title > Heading`` line.
         stop: Set by a signal handler: the run stops before the next file (and the indexer at its next batch).
+        parser: A parser whose child outlives this run (the engine's, reused by its next ingest); default: one
+            for this run, closed at its end.
     """
 
     def __init__(
@@ -140,6 +142,7 @@ class SourceSync:
         contextual: bool = False,
         progress: ProgressFn | None = None,
         stop: threading.Event | None = None,
+        parser: IsolatedParser | None = None,
     ) -> None:
         self.store = store
         self.stop = stop
@@ -161,6 +164,7 @@ class SourceSync:
         self.unit_kinds = unit_kinds(kinds, section_max_chars)
         self.sectioned = self.unit_kinds is not None
         self.progress = progress or (lambda _event, _data: None)
+        self.parser = parser
 
     @property
     def indexer(self) -> Indexer:
@@ -229,9 +233,10 @@ class SourceSync:
         per_file: dict[str, dict[str, int]] = {}
         t_chunking = time.perf_counter()
         limits = self.limits
-        with IsolatedParser(
+        parser = self.parser or IsolatedParser(
             self.loaders, timeout=limits.parse_timeout_seconds, memory_mb=limits.parse_memory_mb
-        ) as parser:
+        )
+        try:
             for path in files:
                 check_stop(self.stop)
                 uri = str(path)
@@ -241,6 +246,12 @@ class SourceSync:
                 for key, n in counts.items():
                     report.documents[key] += n
                 self.progress("file", {"path": uri})
+        except BaseException:
+            parser.close()  # stopped mid-parse: its child is killed (a shared parser starts a fresh one when next used)
+            raise
+        finally:
+            if parser is not self.parser:
+                parser.close()
         report.stage_ms["chunking"] = (time.perf_counter() - t_chunking) * 1000
 
         if gone:
