@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 
 from bench.common import BENCH_DIR, RAGINDEX, env_int, machine, ragindex, save_section
-from bench.ingest import chunk_texts, raw_encode
+from bench.ingest import raw_encode
 
 WORDS: tuple[str, ...] = (
     "river",
@@ -58,6 +58,19 @@ def _note(i: int, rng: random.Random) -> tuple[str, str]:
     ]
     paragraphs[1] += f" The code word of this version is {word}."
     return f"# Note {i}\n\n" + "\n\n".join(paragraphs) + "\n", word
+
+
+def _chunk_texts(data: Path) -> list[str]:
+    """The texts of the ACTIVE chunks (not sections: only chunks are dense-embedded) of a data dir."""
+    from ragindex.store.sql import SqlTruthStore
+    from ragindex.types import Unit
+
+    store = SqlTruthStore(f"sqlite:///{(data / 'ragindex.db').resolve()}")
+    try:
+        rows = store.get_chunks(store.all_active_chunk_ids())
+    finally:
+        store.close()
+    return [r.content for r in sorted(rows, key=lambda r: r.chunk_index) if r.unit == Unit.CHUNK]
 
 
 def _events(log: Path) -> list[dict[str, Any]]:
@@ -130,7 +143,7 @@ def bench_watch() -> dict[str, Any]:
         client.close()
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(120)
-    texts = [t for _, t in chunk_texts(data)]
+    texts = _chunk_texts(data)
     precision = "bfloat16" if machine()["native_bf16"] else "float32"
     encode = raw_encode(texts, precision, "watch-chunks")
     latencies = [m["save_to_searchable_s"] for m in measured]
