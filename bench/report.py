@@ -205,7 +205,8 @@ def _watch(s: dict[str, Any]) -> list[str]:
         f"| save -> searchable, median of {s['saves']} (min / max {_f(s['min_s'])} / {_f(s['max_s'])}) "
         f"| {_f(s['median_save_to_searchable_s'])} |",
         f"| the watcher's own figure (first event -> synced), median | {_f(s['median_reported_ms'] / 1000)} |",
-        f"| raw {s['encode_precision']} encode of one version's chunks (model loaded) | {_f(s['encode_s'], 3)} |",
+        f"| raw {s['encode_precision']} encode of one version's chunks (model loaded; median of 10) "
+        f"| {_f(s['encode_s'], 3)} |",
         f"| target: 1 s + that encode | {_f(s['target_s'])}: {verdict} |",
         "",
         f"Debounce {s['debounce_s']} s (quiet time with a stable size and mtime before a sync). SIGTERM ended the "

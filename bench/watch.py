@@ -4,8 +4,8 @@ A real ``ragindex watch DIR --serve --json`` child watches a folder holding one 
 ``BENCH_WATCH_SAVES`` times (default 10), each time with new text (so all its chunks are new and embedded)
 carrying a word no earlier version had; after each save the benchmark polls the service's BM25 search
 for that word every 20 ms and records the seconds from the end of the write to the first answer that
-finds it. The target is ``<= 1 s + the encode time of its new chunks``; that encode time is the raw
-``SentenceTransformer.encode`` of one version's chunks (``bench/encode.py``, model load not counted).
+finds it. The target is ``<= 1 s + the encode time of its new chunks``; that encode time is the median of
+10 raw ``SentenceTransformer.encode`` calls of one version's chunks (model loaded and warmed up).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from typing import Any
 import httpx
 
 from bench.common import BENCH_DIR, RAGINDEX, env_int, machine, ragindex, save_section
-from bench.ingest import raw_encode
 
 WORDS: tuple[str, ...] = (
     "river",
@@ -71,6 +70,39 @@ def _chunk_texts(data: Path) -> list[str]:
     finally:
         store.close()
     return [r.content for r in sorted(rows, key=lambda r: r.chunk_index) if r.unit == Unit.CHUNK]
+
+
+def _encode_s(texts: list[str], precision: str, repeat: int = 10) -> float:
+    """Median seconds of ``repeat`` raw ``SentenceTransformer.encode`` calls of ``texts`` (model loaded, warmed up).
+
+    As ``bench/encode.py`` encodes (batch 64, normalised, bf16 under ``torch.autocast``), but a median of several
+    calls: one call of a few short texts is a few milliseconds, and a single timing on a shared machine is noise.
+    """
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    from bench.common import torch_threads
+    from ragindex.config.settings import DEFAULT_DENSE_MODEL
+    from ragindex.encoders.dense.sentence_transformers import resolve_model_source
+
+    if torch_threads():
+        torch.set_num_threads(torch_threads() or 1)
+    model = SentenceTransformer(resolve_model_source(DEFAULT_DENSE_MODEL), device="cpu", local_files_only=True)
+    model.eval()
+
+    def encode() -> float:
+        started = time.perf_counter()
+        with torch.inference_mode():
+            if precision == "bfloat16":
+                with torch.autocast("cpu", dtype=torch.bfloat16):
+                    model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+            else:
+                model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+        return time.perf_counter() - started
+
+    for _ in range(3):
+        encode()
+    return statistics.median(encode() for _ in range(repeat))
 
 
 def _events(log: Path) -> list[dict[str, Any]]:
@@ -145,7 +177,7 @@ def bench_watch() -> dict[str, Any]:
         code = proc.wait(120)
     texts = _chunk_texts(data)
     precision = "bfloat16" if machine()["native_bf16"] else "float32"
-    encode = raw_encode(texts, precision, "watch-chunks")
+    encode_s = _encode_s(texts, precision)
     latencies = [m["save_to_searchable_s"] for m in measured]
     median = statistics.median(latencies)
     result = {
@@ -156,10 +188,10 @@ def bench_watch() -> dict[str, Any]:
         "max_s": max(latencies),
         "median_reported_ms": statistics.median(m["reported_ms"] for m in measured),
         "embedded_per_save": statistics.median(m["embedded"] for m in measured),
-        "encode_s": encode["encode_s"],
+        "encode_s": encode_s,
         "encode_precision": precision,
-        "target_s": 1.0 + encode["encode_s"],
-        "met": median <= 1.0 + encode["encode_s"],
+        "target_s": 1.0 + encode_s,
+        "met": median <= 1.0 + encode_s,
         "debounce_s": 0.3,
         "exit_code": code,
         "per_save": measured,
