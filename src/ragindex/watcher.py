@@ -337,11 +337,12 @@ class Watcher:
         }
         try:
             report = self._ingest(present, gone)
-        except MassDeleteError as exc:
+        except MassDeleteError as exc:  # the guard kept the documents of the gone files: sync the others alone
             self.on_change(Change("refused", str(exc.context.get("path", "")), error=exc.message))
-            if not present:
+            if not gone or not present:
                 return
-            report, gone, before = self._ingest(present, []), [], {}
+            self._sync({p: due[p] for p in present})
+            return
         except Interrupted:
             raise
         except RagindexError as exc:  # the next change (or the next start) tries again
@@ -369,7 +370,9 @@ class Watcher:
         store = self.engine.store
         files = report.files or []
         embedded = report.chunks.get("embedded", 0)
-        removed = {uri: d for uri, d in before.items() if not Path(uri).exists()}
+        removed = {  # documents of gone paths that left search (none with keep_missing)
+            uri: d for uri, d in before.items() if not store.documents_of_file(self.user_id, self.set_id, uri)
+        }
         for entry in files:
             path = Path(entry["path"])
             docs = store.documents_of_file(self.user_id, self.set_id, entry["path"])
