@@ -21,7 +21,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Stat = tuple[int, int, bool] | None  # (size, mtime_ns, is_dir); None: the path does not exist
+Batch = set[tuple[Any, str]]  # watchfiles' (Change, path) pairs
 
 
 def stat_of(path: Path) -> Stat:
@@ -223,33 +224,57 @@ class Watcher:
 
     # ------------------------------------------------------------------ the loop
     def run(self, ready: Callable[[IngestReport], None] = lambda _report: None) -> None:
-        """Watch, sync the watched paths once (then call ``ready``), and sync each due batch until :attr:`stop`."""
+        """Watch, sync the watched paths once (then call ``ready``), and sync each due batch until :attr:`stop`.
+
+        When a watched folder vanishes, comes back or is replaced, a new watcher is started on what exists; the old
+        one's queued events are taken before it ends, and a folder that came back is synced as a folder.
+        """
         synced = False
-        before: dict[Path, tuple[int, int]] = {}
+        events: Generator[Batch, None, None] | None = None
+        last: dict[Path, tuple[int, int]] | None = None  # the folders the previous watcher covered
         while not self.stop.is_set():
             watched = self._identities()
             if not watched:  # every watched path is gone: wait for one to come back
+                self._retire(events)
+                events, last = None, {}
                 self._wait_for(lambda: bool(self._identities()))
                 continue
-            if before:
-                self._resync_replaced(before, watched)
-            before = watched
-            events = self._events(list(watched))
-            first = next(events, set())  # the watcher runs from here: a change made during the first sync is seen
+            fresh = self._events(list(watched))
+            first = next(fresh, set())  # the watcher runs from here: a change made during the first sync is seen
+            self._retire(events)
+            events = fresh
+            if last is not None:
+                self._resync_replaced(last, watched)
             if not synced:
                 ready(self._first_sync())
                 synced = True
             for batch in itertools.chain([first], events):
                 self.checkpoint()
-                for change, raw in batch:
-                    path = Path(raw)
-                    if self.wanted(path, added=change.name == "added"):
-                        self.batcher.add(path)
+                lost = self._take(batch, watched)
                 due = self.batcher.due()
                 if due:
                     self._sync(due)
-                if self._identities() != watched:  # a watched folder vanished, came back or was replaced
+                if lost or self._identities() != watched:  # a watched folder vanished, came back or was replaced
+                    last = {p: i for p, i in watched.items() if p not in lost}
                     break
+
+    def _take(self, batch: Batch, watched: dict[Path, tuple[int, int]]) -> set[Path]:
+        """Queue the wanted paths of ``batch``; return the watched folders it deleted (their watch is gone)."""
+        lost = set()
+        for change, raw in batch:
+            path = Path(raw)
+            if path in watched and change.name == "deleted":
+                lost.add(path)
+            if self.wanted(path, added=change.name == "added"):
+                self.batcher.add(path)
+        return lost
+
+    def _retire(self, events: Generator[Batch, None, None] | None) -> None:
+        """Take what an old watcher still holds (it ran until the new one started), then end it."""
+        if events is None:
+            return
+        self._take(next(events, set()), {})
+        events.close()
 
     def _identities(self) -> dict[Path, tuple[int, int]]:
         """The (device, inode) of each folder to watch that exists (a folder replaced by another has a new one)."""
@@ -263,7 +288,11 @@ class Watcher:
         return out
 
     def _resync_replaced(self, before: dict[Path, tuple[int, int]], now: dict[Path, tuple[int, int]]) -> None:
-        """Queue a sync of each watched path whose folder came back or was replaced: its new files had no event."""
+        """Queue a sync of each watched path whose folder came back or was replaced: its new files had no event.
+
+        A folder deleted and made again can get its old inode number back: ``before`` then lacks it (its deletion
+        was seen), so it is synced all the same.
+        """
         for folder in self.folders:
             if folder in now and before.get(folder) != now[folder]:
                 self.batcher.add(folder)
@@ -280,7 +309,7 @@ class Watcher:
         found += [p.parent for p in self.files if p.parent.is_dir() and p.parent not in found]
         return found
 
-    def _events(self, targets: Sequence[Path]) -> Iterator[set[tuple[Any, str]]]:
+    def _events(self, targets: Sequence[Path]) -> Generator[Batch, None, None]:
         """Batches of (change, path) from watchfiles, and an empty batch every ``tick`` s without events."""
         import watchfiles
 
@@ -330,9 +359,9 @@ class Watcher:
     def _sync(self, due: dict[Path, float]) -> None:
         present = [p for p in due if p.exists()]
         gone = [p for p in due if p not in present]
-        before = {
+        before = {  # what a gone path or a synced folder held: a document of it that leaves search is reported
             d.file_uri: d
-            for p in gone
+            for p in (*gone, *(p for p in present if p.is_dir()))
             for d in self.engine.store.find_documents_under(self.user_id, self.set_id, str(p))
         }
         try:
