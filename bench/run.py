@@ -1,4 +1,4 @@
-"""The benchmark suite: ``python -m bench.run [ingest] [noop] [change] [query] [pdf] [light]`` (default: all).
+"""The benchmark suite: ``python -m bench.run [ingest] [noop] [change] [query] [pdf] [light] [watch]`` (default: all).
 
 Results go to docs/benchmarks.json (a subset run replaces only its sections) and docs/benchmarks.md.
 """
@@ -17,6 +17,7 @@ from bench.latency import bench_query
 from bench.light import bench_light
 from bench.pdf import bench_pdf
 from bench.report import write
+from bench.watch import bench_watch
 
 BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
     "ingest": bench_ingest,
@@ -25,6 +26,7 @@ BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
     "query": bench_query,
     "pdf": bench_pdf,
     "light": bench_light,
+    "watch": bench_watch,
 }
 
 

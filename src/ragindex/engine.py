@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ragindex.encoders.cached import CachedDenseEncoder
     from ragindex.encoders.protocol import DenseEncoder
     from ragindex.index.protocol import VectorIndex
+    from ragindex.loaders.isolated import IsolatedParser
     from ragindex.pipeline.indexer import Indexer
     from ragindex.pipeline.inspection import DocumentDetail, DocumentPage
     from ragindex.pipeline.manage import ChunkManager
@@ -72,6 +73,8 @@ class Engine(Maintenance, Closing):
         self._chunker: Chunker | None = None
         self._reranker: Reranker | None = None
         self._parts_lock = threading.Lock()  # threads sharing one Engine (the service) build each part once
+        self._parser: IsolatedParser | None = None  # its child process is reused by the next ingest
+        self._parser_lock = threading.Lock()
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
@@ -83,6 +86,8 @@ class Engine(Maintenance, Closing):
                 self._index.close()
                 self._index = None
             self.owner.unlock()
+            if self._parser is not None:
+                self._parser.close()
             for encoder in (self._dense, *self.sparse.values()):
                 close = getattr(encoder, "close", None)
                 if callable(close):
@@ -171,6 +176,8 @@ class Engine(Maintenance, Closing):
         per_file: bool = False,
         job_id: str | None = None,
         progress: ProgressFn | None = None,
+        vanished: Sequence[str | Path] = (),
+        vanished_within: Sequence[str | Path] = (),
     ) -> IngestReport:
         """Sync files and folders into (user_id, set_id); see :class:`ragindex.pipeline.sync.SourceSync`.
 
@@ -189,6 +196,10 @@ class Engine(Maintenance, Closing):
             per_file: List each file's outcome in the report's ``files``.
             job_id: The service job this ingest runs for (recorded with each pipeline run).
             progress: Called with progress events.
+            vanished: Files or folders known to be gone (``ragindex watch``'s deletions and moves): the documents
+                of files at or under them that no longer exist are removed (unless ``keep_missing``), guarded per
+                folder of ``vanished_within`` like the files gone from a synced folder.
+            vanished_within: The folders whose guard counts the removals of ``vanished`` (the watched folders).
         """
         from ragindex.errors import InputError
         from ragindex.pipeline.discovery import RemovalGuard
@@ -224,18 +235,41 @@ class Engine(Maintenance, Closing):
             progress=progress,
             stop=self._stop,
         )
-        report = sync.run(
-            [Path(p) for p in paths],
-            user_id=user_id,
-            set_id=set_id,
-            full=full,
-            keep_missing=keep_missing,
-            allow_mass_delete=allow_mass_delete,
-            job_id=job_id,
-        )
+        shared = self._parser_lock.acquire(blocking=False)  # a concurrent ingest parses with a parser of its own
+        try:
+            sync.parser = self._shared_parser() if shared else None
+            report = sync.run(
+                [Path(p) for p in paths],
+                user_id=user_id,
+                set_id=set_id,
+                full=full,
+                keep_missing=keep_missing,
+                allow_mass_delete=allow_mass_delete,
+                job_id=job_id,
+                vanished=[Path(p).expanduser().resolve() for p in vanished],
+                vanished_within=[Path(p).expanduser().resolve() for p in vanished_within],
+            )
+        finally:
+            if shared:
+                self._parser_lock.release()
         self.owner.settle_runs(self.kinds, self.settings.indexing_stale_seconds)  # what a dead ingest left open
         self._maybe_optimize(user_id)
         return report
+
+    def _shared_parser(self) -> IsolatedParser:
+        """The engine's parser: its child process starts with the first file to parse and serves every ingest after.
+
+        A resident process (``ragindex watch``, the service's jobs) so pays the parser's start (~0.2 s) once.
+        """
+        from ragindex.loaders.isolated import IsolatedParser
+
+        if self._parser is None:
+            settings = self.settings
+            loaders = factory.build_loaders(settings)
+            self._parser = IsolatedParser(
+                loaders, timeout=settings.parse_timeout_seconds, memory_mb=settings.parse_memory_mb
+            )
+        return self._parser
 
     def _own_dirs(self) -> list[Path]:
         """Directories of ragindex itself that discovery never enters: the data dir, a qdrant-client local path."""

@@ -241,3 +241,16 @@ def test_per_file_outcomes_and_sample_corpus(make_engine: Callable[..., Engine],
     assert report.files is not None
     assert {f["status"] for f in report.files} == {"succeeded"}
     assert len(report.files) == len([p for p in copy.iterdir() if p.is_file()])
+
+
+def test_the_engine_parser_child_serves_every_ingest(make_engine: Callable[..., Engine], tmp_path: Path) -> None:
+    """A resident engine (`ragindex watch`, the service's jobs) starts the parser process once, not per ingest."""
+    folder = write(tmp_path / "src", GOOD)
+    with make_engine() as engine:
+        assert engine.ingest([folder]).documents["added"] == len(GOOD)
+        parser = engine._parser
+        assert parser is not None and parser.started == 1
+        (folder / "bees.txt").write_text("Bees dance to show the hive where the flowers are.", encoding="utf-8")
+        assert engine.ingest([folder]).documents["changed"] == 1
+        assert engine._parser is parser and parser.started == 1, "the second ingest started another parser"
+    assert parser._child is None, "closing the engine ends the parser's child"

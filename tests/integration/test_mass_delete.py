@@ -83,3 +83,37 @@ def test_small_folders_and_fraction_one_are_not_guarded(make_engine: Callable[..
         for path in big.iterdir():
             path.unlink()
         assert engine.ingest([big]).documents["removed"] == 12
+
+
+def test_vanished_paths_are_removed_under_the_guard_of_their_watched_folder(
+    make_engine: Callable[..., Engine], tmp_path: Path
+) -> None:
+    """`ragindex watch` passes deletions as ``vanished``: the same guard, counted per watched folder."""
+    folder = corpus(tmp_path / "src", 12)
+    with make_engine() as engine:
+        engine.ingest([folder])
+        one = folder / "doc00.txt"
+        one.unlink()
+        report = engine.ingest([], vanished=[one], vanished_within=[folder])
+        assert report.documents["removed"] == 1 and "doc00.txt" not in active(engine)
+
+        gone = sorted(folder.iterdir())[:7]
+        for path in gone:
+            path.unlink()
+        with pytest.raises(MassDeleteError) as caught:
+            engine.ingest([], vanished=gone, vanished_within=[folder])
+        assert "refusing to remove 7 of the 11 documents" in caught.value.message
+        assert len(active(engine)) == 11, "nothing removed"
+        assert engine.ingest([], vanished=gone, vanished_within=[folder], keep_missing=True).documents["removed"] == 0
+        report = engine.ingest([], vanished=gone, vanished_within=[folder], allow_mass_delete=True)
+        assert report.documents["removed"] == 7 and len(active(engine)) == 4
+
+
+def test_a_vanished_path_that_exists_again_removes_nothing(make_engine: Callable[..., Engine], tmp_path: Path) -> None:
+    folder = corpus(tmp_path / "src", 3)
+    with make_engine() as engine:
+        engine.ingest([folder])
+        back = folder / "doc01.txt"  # deleted, then saved again before the watcher's batch ran
+        report = engine.ingest([back], vanished=[back, folder / "doc09.txt"], vanished_within=[folder])
+        assert report.documents["removed"] == 0 and report.documents["unchanged"] == 1
+        assert len(active(engine)) == 3

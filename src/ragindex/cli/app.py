@@ -208,6 +208,7 @@ def run() -> None:
         from ragindex.cli import manage as _manage  # noqa: F401 - repair, reindex, delete, update-chunk
         from ragindex.cli import models as _models  # noqa: F401 - models prepare
         from ragindex.cli import service as _service  # noqa: F401 - serve, keys
+        from ragindex.cli import watch as _watch  # noqa: F401 - watch
         from ragindex.cli import worker as _worker  # noqa: F401 - worker
 
         app()

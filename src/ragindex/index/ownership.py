@@ -108,6 +108,7 @@ class IndexOwnership:
             holder = f" by process {info['pid']} ({info.get('command', '?')!r}, since {info.get('since', '?')})"
         return (
             f"the embedded index at {self.root} is in use{holder}; it allows one owner process and nothing was "
-            "written. Wait for that process or stop it, send requests to it (e.g. the running `ragindex serve`), "
+            "written. Wait for that process or stop it, send requests to it (e.g. the running `ragindex serve` or "
+            "`ragindex watch --serve`), "
             "or use a Qdrant server (RAGINDEX_INDEX_BACKEND=qdrant, RAGINDEX_QDRANT_URL) for several processes."
         )

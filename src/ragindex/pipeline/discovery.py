@@ -116,3 +116,35 @@ def planned_removals(
             guard.check(folder, len(held), len(missing))
         gone.update((d.doc_id, d) for d in missing)
     return list(gone.values())
+
+
+def vanished_removals(
+    store: DocumentStore,
+    user_id: int,
+    set_id: int,
+    gone: Sequence[Path],
+    within: Sequence[Path],
+    *,
+    guard: RemovalGuard,
+    allow: bool = False,
+) -> list[DocumentRow]:
+    """The ACTIVE documents of files at or under the ``gone`` paths that no longer exist (a watcher's deletions).
+
+    A path that exists again (a file saved by rename, a folder that came back) removes nothing. The guard counts
+    the removals per folder of ``within`` that holds them, as a sync of that folder would; a gone path outside
+    them is its own scope (a watched file: one document, never guarded).
+
+    Raises:
+        MassDeleteError: For one folder they are too many (see :class:`RemovalGuard`), unless ``allow``.
+    """
+    found: dict[int, DocumentRow] = {}
+    for path in gone:
+        found.update((d.doc_id, d) for d in store.find_documents_under(user_id, set_id, str(path)))
+    missing = {doc_id: d for doc_id, d in found.items() if not Path(d.file_uri).exists()}
+    if not allow:
+        for folder in within:
+            held = store.find_documents_under(user_id, set_id, str(folder))
+            inside = [d for d in held if d.doc_id in missing]
+            if inside:
+                guard.check(folder, len(held), len(inside))
+    return list(missing.values())

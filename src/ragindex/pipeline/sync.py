@@ -33,7 +33,7 @@ from ragindex.index.routing import bucket_of
 from ragindex.loaders.isolated import IsolatedParser
 from ragindex.loaders.registry import LoaderRegistry
 from ragindex.pipeline import faults
-from ragindex.pipeline.discovery import RemovalGuard, discover, planned_removals
+from ragindex.pipeline.discovery import RemovalGuard, discover, planned_removals, vanished_removals
 from ragindex.pipeline.failures import FailureLog, check_name, fails_alone
 from ragindex.pipeline.indexer import Indexer, StageResult, check_stop
 from ragindex.pipeline.report import IngestReport as IngestReport
@@ -119,6 +119,8 @@ class SourceSync:
         section_max_chars: Section size limit (0: no sections, every kind on chunks).
         contextual: Index chunks and sections with their ``Title > Heading`` line.
         stop: Set by a signal handler: the run stops before the next file (and the indexer at its next batch).
+        parser: A parser whose child outlives this run (the engine's, reused by its next ingest); default: one
+            for this run, closed at its end.
     """
 
     def __init__(
@@ -140,6 +142,7 @@ class SourceSync:
         contextual: bool = False,
         progress: ProgressFn | None = None,
         stop: threading.Event | None = None,
+        parser: IsolatedParser | None = None,
     ) -> None:
         self.store = store
         self.stop = stop
@@ -161,6 +164,7 @@ class SourceSync:
         self.unit_kinds = unit_kinds(kinds, section_max_chars)
         self.sectioned = self.unit_kinds is not None
         self.progress = progress or (lambda _event, _data: None)
+        self.parser = parser
 
     @property
     def indexer(self) -> Indexer:
@@ -191,8 +195,14 @@ class SourceSync:
         keep_missing: bool = False,
         allow_mass_delete: bool = False,
         job_id: str | None = None,
+        vanished: Sequence[Path] = (),
+        vanished_within: Sequence[Path] = (),
     ) -> IngestReport:
         """Sync ``paths`` into the set; see the module docstring for the rules.
+
+        ``vanished`` are files or folders known to be gone (a watcher's deletions and moves): the documents of
+        files at or under them that no longer exist are removed like those of files gone from a synced folder,
+        guarded per folder of ``vanished_within`` (see :func:`~ragindex.pipeline.discovery.vanished_removals`).
 
         Raises:
             MassDeleteError: The files of too many of a folder's documents are gone (nothing was written);
@@ -208,6 +218,12 @@ class SourceSync:
             gone = planned_removals(
                 self.store, user_id, set_id, folders, seen, guard=self.guard, allow=allow_mass_delete
             )
+            if vanished:
+                planned = {d.doc_id for d in gone}
+                extra = vanished_removals(
+                    self.store, user_id, set_id, vanished, vanished_within, guard=self.guard, allow=allow_mass_delete
+                )
+                gone += [d for d in extra if d.doc_id not in planned]
         known = self.store.file_hashes(user_id, set_id)
         rechunk = self.store.files_chunked_otherwise(user_id, set_id, self.chunking_fingerprint)
         bucket = bucket_of(user_id, self.bucket_count)
@@ -217,9 +233,10 @@ class SourceSync:
         per_file: dict[str, dict[str, int]] = {}
         t_chunking = time.perf_counter()
         limits = self.limits
-        with IsolatedParser(
+        parser = self.parser or IsolatedParser(
             self.loaders, timeout=limits.parse_timeout_seconds, memory_mb=limits.parse_memory_mb
-        ) as parser:
+        )
+        try:
             for path in files:
                 check_stop(self.stop)
                 uri = str(path)
@@ -229,6 +246,12 @@ class SourceSync:
                 for key, n in counts.items():
                     report.documents[key] += n
                 self.progress("file", {"path": uri})
+        except BaseException:
+            parser.close()  # stopped mid-parse: its child is killed (a shared parser starts a fresh one when next used)
+            raise
+        finally:
+            if parser is not self.parser:
+                parser.close()
         report.stage_ms["chunking"] = (time.perf_counter() - t_chunking) * 1000
 
         if gone:

@@ -39,8 +39,8 @@ background job: poll `GET /v1/jobs/{job_id}`. Search answers are `ragindex searc
 """
 
 
-def _start(settings: Settings, service: ServiceSettings) -> ServiceState:
-    engine = ServiceEngine(
+def _start(settings: Settings, service: ServiceSettings, given: ServiceEngine | None = None) -> ServiceState:
+    engine = given or ServiceEngine(
         settings, query_batch_max=service.query_batch_max, query_torch_threads=service.query_torch_threads
     )
     store = None
@@ -93,6 +93,7 @@ def _start(settings: Settings, service: ServiceSettings) -> ServiceState:
             rerank_supported="rerank" in inspect.signature(Engine.search).parameters,
         )
         state.extra["events"] = events
+        state.extra["owns_engine"] = given is None
         if ingest_queue is not None:
             state.extra["queue"] = ingest_queue
         else:
@@ -102,7 +103,8 @@ def _start(settings: Settings, service: ServiceSettings) -> ServiceState:
             loops.append(loop)
             state.extra["reconcile"] = loop
     except BaseException:
-        engine.close()
+        if given is None:
+            engine.close()
         if store is not None:
             store.close()
         raise
@@ -123,7 +125,8 @@ def _stop(state: ServiceState) -> None:
         log.warning("the reconciler's pass is still running at shutdown")
     if not state.jobs.stop(state.service.job_shutdown_seconds):
         log.warning("a job is still running at shutdown; it is re-queued when the service starts again")
-    state.engine.close()
+    if state.extra.get("owns_engine", True):
+        state.engine.close()
     state.store.close()
     events = state.extra.get("events")
     if isinstance(events, EventPublisher):
@@ -133,19 +136,23 @@ def _stop(state: ServiceState) -> None:
         ingest_queue.close()
 
 
-def create_app(settings: Settings | None = None, service: ServiceSettings | None = None) -> FastAPI:
+def create_app(
+    settings: Settings | None = None, service: ServiceSettings | None = None, *, engine: ServiceEngine | None = None
+) -> FastAPI:
     """The HTTP app over one :class:`ServiceEngine` (built at start-up, closed at shutdown).
 
     Args:
-        settings: Engine settings (default: from the environment).
+        settings: Engine settings (default: from the environment; ``engine.settings`` when an engine is given).
         service: Service settings (default: from the environment).
+        engine: An engine the caller built and will close (``ragindex watch --serve`` shares its engine with
+            the service); default: the app builds its own at start-up and closes it at shutdown.
     """
-    settings = settings or Settings()
+    settings = engine.settings if engine is not None else settings or Settings()
     service = service or ServiceSettings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        state = await run_in_threadpool(_start, settings, service)
+        state = await run_in_threadpool(_start, settings, service, engine)
         app.state.service = state
         try:
             yield

@@ -17,6 +17,7 @@ import queue
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -26,6 +27,7 @@ from ragindex.encoders.protocol import DenseEncoder
 from ragindex.engine import Engine
 from ragindex.index.protocol import VectorIndex
 from ragindex.language import Script
+from ragindex.pipeline.report import IngestReport
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -223,6 +225,12 @@ class ServiceEngine(Engine):
         self._query_batch_max = query_batch_max
         self._query_torch_threads = query_torch_threads
         self._batching: BatchingQueryEncoder | None = None
+        self._ingest_lock = threading.Lock()
+
+    def ingest(self, paths: Sequence[str | Path], **options: Any) -> IngestReport:
+        """:meth:`Engine.ingest`, one at a time: the job thread and a ``ragindex watch --serve`` watcher take turns."""
+        with self._ingest_lock:
+            return super().ingest(paths, **options)
 
     @property
     def dense(self) -> DenseEncoder:
