@@ -49,7 +49,7 @@ WORDS = [
 
 
 def make_report(pages: int, *, stamp: str = "", lines: int = 50, size: float = 9.5) -> bytes:
-    """A ``pages``-page report: a heading and ``lines`` lines of 17 words per page (50 lines of 9.5 pt: ~850
+    """A ``pages``-page report: a heading and ``lines`` lines of 17 words per page (50 lines of 9.5 pt: ~900
     words, a dense page), a ruled 12-row table every tenth page."""
     from reportlab.lib import colors
     from reportlab.lib.pagesizes import A4
@@ -129,7 +129,7 @@ def bench_pdf() -> dict[str, Any]:
     original = make_report(pages)
     text_pdf.write_bytes(original)
     scan_pdf.write_bytes(make_scan(original, scanned_pages))
-    # a book-like page: 28 lines of 11 pt, ~480 words (the dense page has ~850)
+    # a book-like page: 28 lines of 11 pt, ~510 words (the dense page has ~900)
     typical_pdf.write_bytes(make_scan(make_report(scanned_pages, lines=28, size=11), scanned_pages))
     result: dict[str, Any] = {}
     for name, path in (("text", text_pdf), ("ocr", scan_pdf), ("ocr_typical", typical_pdf)):

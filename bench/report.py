@@ -220,10 +220,12 @@ def _pdf(s: dict[str, Any]) -> list[str]:
     ]
     rows = [
         ("text pdf (reportlab)", text, targets["text_pages_per_s"]),
-        ("scanned pdf, dense pages (~850 words; OCR at 200 dpi)", ocr, targets["ocr_pages_per_s"]),
+        ("scanned pdf, dense pages (~900 words of 9.5 pt; OCR at 200 dpi)", ocr, targets["ocr_pages_per_s"]),
     ]
     if "ocr_typical" in s:
-        rows.append(("scanned pdf, book-like pages (~480 words)", s["ocr_typical"], targets["ocr_pages_per_s"]))
+        rows.append(
+            ("scanned pdf, book-like pages (~510 words of 11 pt)", s["ocr_typical"], targets["ocr_pages_per_s"])
+        )
     for name, run, target in rows:
         lines.append(
             f"| {name} | {run['pages']} | {run['chunks']:,} ({run['tables']}) | {_f(run['load_s'])} "
@@ -246,7 +248,8 @@ def _pdf(s: dict[str, Any]) -> list[str]:
         "Commands:",
         "",
         f"- `{text['command']}`, `{ocr['command']}` (inputs made by `bench/pdf.py`: reportlab pages with a heading, "
-        "~600 words and a ruled table every tenth page; the scan is its first pages rendered at 200 dpi)",
+        "~900 words and a ruled table every tenth page; the scans are the first pages of it and of a book-like "
+        "version (28 lines of 11 pt) rendered at 200 dpi)",
         f"- `{ingest['command']}`",
     ]
     return lines
