@@ -38,43 +38,16 @@ from ragindex.pipeline.failures import FailureLog, check_name, fails_alone
 from ragindex.pipeline.indexer import Indexer, StageResult, check_stop
 from ragindex.pipeline.report import IngestReport as IngestReport
 from ragindex.pipeline.report import file_outcomes
+from ragindex.pipeline.sync_limits import SyncLimits as SyncLimits
+from ragindex.pipeline.sync_limits import unit_kinds as unit_kinds
 from ragindex.store.protocol import TruthStore
 from ragindex.store.records import ChunkLayout, DocumentRow, NewDocument
 from ragindex.store.states import RunStatus, Stage
-from ragindex.types import Document, Unit, VectorKind
+from ragindex.types import Document, VectorKind
 
 log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[str, dict[str, Any]], None]
-
-
-def unit_kinds(kinds: Sequence[str], section_max_chars: int) -> dict[str, tuple[str, ...]] | None:
-    """The vector kinds of each unit: sections carry the lexical kinds, chunks the dense one.
-
-    None when there are no sections (``section_max_chars`` 0, or no lexical kind): every row has every kind.
-    """
-    lexical = tuple(k for k in kinds if k != VectorKind.DENSE)
-    if section_max_chars <= 0 or not lexical:
-        return None
-    return {Unit.CHUNK: (VectorKind.DENSE,), Unit.SECTION: lexical}
-
-
-@dataclass(frozen=True, slots=True)
-class SyncLimits:
-    """The per-file limits of a sync; each error names its setting.
-
-    Args:
-        max_file_bytes: Larger files fail (``RAGINDEX_MAX_FILE_BYTES``).
-        max_chunks_per_document: A document cut into more chunks fails (``RAGINDEX_MAX_CHUNKS_PER_DOCUMENT``).
-        parse_timeout_seconds: Seconds one file may take to parse; 0 parses in-process without a limit
-            (``RAGINDEX_PARSE_TIMEOUT_SECONDS``).
-        parse_memory_mb: Address space of the parser process (``RAGINDEX_PARSE_MEMORY_MB``; 0: no limit).
-    """
-
-    max_file_bytes: int = 50 * 1024 * 1024
-    max_chunks_per_document: int = 10_000
-    parse_timeout_seconds: float = 120.0
-    parse_memory_mb: int = 4096
 
 
 @dataclass(frozen=True, slots=True)
