@@ -18,6 +18,14 @@ if TYPE_CHECKING:
 
 UserId = Annotated[int, typer.Option("--user-id", help="Tenant (positive integer).")]
 SetId = Annotated[int, typer.Option("--set-id", help="Document set (positive integer).")]
+AllowMassDelete = Annotated[
+    bool,
+    typer.Option(
+        "--allow-mass-delete",
+        help="Remove the documents of gone files even when they are more than RAGINDEX_MAX_REMOVE_FRACTION "
+        "of a folder's documents.",
+    ),
+]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
@@ -32,14 +40,7 @@ def ingest(
     keep_missing: Annotated[
         bool, typer.Option("--keep-missing", help="Keep documents whose files are gone from a synced folder.")
     ] = False,
-    allow_mass_delete: Annotated[
-        bool,
-        typer.Option(
-            "--allow-mass-delete",
-            help="Remove the documents of gone files even when they are more than RAGINDEX_MAX_REMOVE_FRACTION "
-            "of a folder's documents.",
-        ),
-    ] = False,
+    allow_mass_delete: AllowMassDelete = False,
     _resume: Annotated[
         bool, typer.Option("--resume", hidden=True, help="Ignored: failed documents are always parsed again.")
     ] = False,

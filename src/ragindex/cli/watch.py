@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ragindex.cli.app import app, emit_json, engine_for, guarded, load_settings, say
-from ragindex.cli.commands import SetId, UserId, _blob_dir
+from ragindex.cli.commands import AllowMassDelete, SetId, UserId, _blob_dir
 from ragindex.cli.signals import Interrupted, stops
 from ragindex.errors import ConfigurationError
 
@@ -39,14 +39,7 @@ def watch(
     keep_missing: Annotated[
         bool, typer.Option("--keep-missing", help="Keep the documents of deleted or moved-away files.")
     ] = False,
-    allow_mass_delete: Annotated[
-        bool,
-        typer.Option(
-            "--allow-mass-delete",
-            help="Remove the documents of gone files even when they are more than RAGINDEX_MAX_REMOVE_FRACTION "
-            "of a watched folder's documents.",
-        ),
-    ] = False,
+    allow_mass_delete: AllowMassDelete = False,
     serve: Annotated[
         bool, typer.Option("--serve", help="Run the HTTP service in this process too (it shares the index).")
     ] = False,
