@@ -362,8 +362,8 @@ class Engine(Maintenance, Closing):
             reranker=lambda: self.reranker,
             rerank_candidates=self.settings.rerank_candidates,
         )
-        result = retriever.search(replace(request, top_k=shape.fetch(request.top_k)))
-        return HitShaper(self.store).apply(result, shape, request.top_k)
+        result, rows = retriever.run(replace(request, top_k=shape.fetch(request.top_k)))
+        return HitShaper(self.store).apply(result, shape, request.top_k, rows)
 
     def status(self) -> dict[str, Any]:
         """Documents and chunks per status, per set, plus the collections."""

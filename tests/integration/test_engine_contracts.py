@@ -50,6 +50,22 @@ def test_removed_chunk_is_never_returned_even_before_its_point_is_purged(engine:
         assert [h.rank for h in result.hits] == list(range(1, len(result.hits) + 1))
 
 
+def test_ghosts_beyond_the_first_backfill_page_still_leave_top_k_live_hits(engine: Engine, tmp_path: Path) -> None:
+    # 30 matching documents and 10 others; the 20 best matches become ghosts (removed in the truth store, points
+    # still in the index), more than the first backfill page (top_k + 10) holds: the next page must be read
+    files = {f"m{i:02d}.txt": f"Basalt columns form as lava cools, sample {i}." for i in range(30)}
+    files |= {f"o{i:02d}.txt": f"Orchards need pollinators, note {i}." for i in range(10)}
+    engine.ingest([write(tmp_path / "g", files)])
+    ranked = engine.search("basalt columns lava", user_id=1, set_id=1, mode="bm25", top_k=30, group_by="none").hits
+    assert len(ranked) == 30
+    ghosts = [hit.chunk_id for hit in ranked[:20]]
+    assert sorted(engine.store.remove_chunks(ghosts)) == sorted(ghosts)
+    for mode in ("bm25", "hybrid"):
+        hits = engine.search("basalt columns lava", user_id=1, set_id=1, mode=mode, top_k=5, group_by="none").hits
+        assert len(hits) == 5
+        assert not {hit.chunk_id for hit in hits} & set(ghosts)
+
+
 def test_tenants_and_sets_are_isolated(engine: Engine, tmp_path: Path) -> None:
     engine.ingest([write(tmp_path / "u1", {"x.txt": "Saffron is the stigma of a crocus flower."})], user_id=1, set_id=1)
     engine.ingest([write(tmp_path / "u2", {"y.txt": "Saffron rice is yellow."})], user_id=2, set_id=1)

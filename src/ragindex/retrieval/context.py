@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
 from ragindex.errors import ValidationError
 from ragindex.store.protocol import ChunkStore
-from ragindex.store.records import ChunkRow
+from ragindex.store.records import ChunkRow, ChunkText
 from ragindex.types import MAX_CONTEXT_CHARS, Expand, GroupBy, Hit, MergedHit, SearchResult
 
 GROUP_OVERFETCH = 5
@@ -268,13 +268,18 @@ class HitShaper:
     def __init__(self, store: ChunkStore) -> None:
         self.store = store
 
-    def apply(self, result: SearchResult, shape: HitShape, top_k: int) -> SearchResult:
-        """``result`` grouped (then cut to ``top_k``) and expanded as ``shape`` says; latency gains the phases."""
+    def apply(
+        self, result: SearchResult, shape: HitShape, top_k: int, rows: Mapping[str, ChunkRow] | None = None
+    ) -> SearchResult:
+        """``result`` grouped (then cut to ``top_k``) and expanded as ``shape`` says; latency gains the phases.
+
+        ``rows`` are hits' chunk rows the caller has already read (the retriever's backfill); others are read.
+        """
         if not result.hits or (shape.group_by == GroupBy.NONE and shape.expand == Expand.NONE):
             return result
         latency = dict(result.latency_ms)
         retrieved_ms = latency.pop("total", 0.0)
-        rows: dict[str, ChunkRow] = {}
+        rows = dict(rows or {})
         hits = list(result.hits)
         t0 = time.perf_counter()
         if shape.group_by != GroupBy.NONE:
@@ -295,7 +300,7 @@ class HitShaper:
         return rows | {row.chunk_id: row for row in self.store.get_chunks(missing)} if missing else rows
 
     def _expand(self, hits: Sequence[Hit], rows: dict[str, ChunkRow], shape: HitShape) -> list[Hit]:
-        members: dict[str, list[ChunkRow]] = {}
+        members: dict[str, list[ChunkText]] = {}
         if shape.expand == Expand.SECTION:
             kept = (rows.get(hit.chunk_id) for hit in hits)
             ids = [row.section_id for row in kept if row is not None and row.section_id is not None]
@@ -310,26 +315,30 @@ class HitShaper:
         out: list[Hit] = []
         for hit in hits:
             row = rows.get(hit.chunk_id)
-            if row is None:  # deleted since the search: its text alone
-                out.append(replace(hit, context=hit.text))
-                continue
-            if shape.expand == Expand.SECTION and row.section_id in members:
-                pieces = members[str(row.section_id)]
-            else:
-                pieces = document(row.doc_id)
-            index = next((i for i, piece in enumerate(pieces) if piece.chunk_id == row.chunk_id), None)
-            if index is None:
-                out.append(replace(hit, context=hit.text))
-                continue
-            if shape.expand == Expand.NEIGHBOURS:
-                context = neighbours_context(pieces, index, shape.context_chars)
-            else:
-                if row.section_id not in members:  # no section row: the chunks under the same heading
-                    lo, hi = heading_run(pieces, index)
-                    pieces, index = pieces[lo:hi], index - lo
-                context = section_context(pieces, index, shape.context_chars)
-            out.append(replace(hit, context=context))
+            context = None if row is None else self._context(row, members, document, shape)
+            out.append(replace(hit, context=hit.text if context is None else context))
         return out
+
+    @staticmethod
+    def _context(
+        row: ChunkRow,
+        members: Mapping[str, Sequence[ChunkText]],
+        document: Callable[[int], list[ChunkRow]],
+        shape: HitShape,
+    ) -> str | None:
+        """A hit's context, or None when its chunk is gone (deleted since the search): its text alone then."""
+        if shape.expand == Expand.SECTION and row.section_id in members:
+            section = members[str(row.section_id)]
+            index = next((i for i, piece in enumerate(section) if piece.chunk_id == row.chunk_id), None)
+            return None if index is None else section_context(section, index, shape.context_chars)
+        pieces = document(row.doc_id)
+        index = next((i for i, piece in enumerate(pieces) if piece.chunk_id == row.chunk_id), None)
+        if index is None:
+            return None
+        if shape.expand == Expand.NEIGHBOURS:
+            return neighbours_context(pieces, index, shape.context_chars)
+        lo, hi = heading_run(pieces, index)  # no section row: the chunks under the same heading
+        return section_context(pieces[lo:hi], index - lo, shape.context_chars)
 
 
 def _group_key(hit: Hit, row: ChunkRow | None, group_by: GroupBy) -> Hashable:

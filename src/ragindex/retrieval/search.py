@@ -31,8 +31,13 @@ from ragindex.retrieval.fusion import FUSIONS, Candidate, Fused, fuse
 from ragindex.retrieval.rerank import Reranker
 from ragindex.retrieval.terms import best_match, query_terms
 from ragindex.store.protocol import ChunkStore
-from ragindex.store.records import ChunkView
+from ragindex.store.records import ChunkRow, ChunkView
 from ragindex.types import BBox, Hit, SearchMode, SearchResult, SourceScore, Unit, VectorKind
+
+_BACKFILL_MARGIN = 10
+"""Candidates read beyond those needed, so that a few ghosts do not cost a second read."""
+_MAX_CANDIDATES = 1000
+"""Most candidates per source a search asks the index for when ghosts crowd out live chunks."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,14 +156,18 @@ class Retriever:
 
     def search(self, request: SearchRequest) -> SearchResult:
         """Run one validated request."""
+        return self.run(request)[0]
+
+    def run(self, request: SearchRequest) -> tuple[SearchResult, dict[str, ChunkRow]]:
+        """Run one validated request; also return the backfilled rows of its hits (grouping and expansion use them)."""
         started = time.perf_counter()
         latency: dict[str, float] = {}
         sources = self.sources_for(request.mode)
         if not request.query.strip():
-            return SearchResult(hits=(), latency_ms={"total": 0.0}, mode=request.mode.value)
+            return SearchResult(hits=(), latency_ms={"total": 0.0}, mode=request.mode.value), {}
         collection = self._collection()
         if collection is None:
-            return SearchResult(hits=(), latency_ms={"total": _ms(started)}, mode=request.mode.value)
+            return SearchResult(hits=(), latency_ms={"total": _ms(started)}, mode=request.mode.value), {}
         sources, skipped, warnings = self._language_guard(request.query, sources)
 
         if VectorKind.DENSE in sources:  # the first query of a process loads the model: report it as its own phase
@@ -174,6 +183,35 @@ class Retriever:
         per_source = request.candidates if hybrid else request.top_k * 2 + 10
         if request.rerank:  # over-fetch so that the reranker sees rerank_candidates live chunks
             per_source = max(per_source, self.rerank_candidates + (0 if hybrid else 10))
+        while True:
+            fused, full = self._fused(request, queries, collection, per_source, latency)
+            t0 = time.perf_counter()
+            views, enough = self._backfill(fused, request)
+            latency["backfill"] = latency.get("backfill", 0.0) + _ms(t0)
+            # ghosts (removed chunks whose points are not purged yet) took the places of live chunks, and the
+            # index has more: ask it again for more (only where a crash or a bulk delete left many ghosts)
+            if enough or not full or per_source >= _MAX_CANDIDATES:
+                break
+            per_source = min(per_source * 4, _MAX_CANDIDATES)
+        if request.rerank:
+            fused = self._rerank(request.query, fused, views, latency)
+        hits = _build_hits(fused, views, request)
+        if skipped:
+            hits = [replace(hit, skipped=skipped) for hit in hits]
+        latency["total"] = _ms(started)
+        result = SearchResult(hits=tuple(hits), latency_ms=latency, mode=request.mode.value, warnings=warnings)
+        return result, {hit.chunk_id: views[hit.chunk_id].chunk for hit in hits}
+
+    def _fused(
+        self,
+        request: SearchRequest,
+        queries: Mapping[str, VectorQuery],
+        collection: str,
+        per_source: int,
+        latency: dict[str, float],
+    ) -> tuple[list[Fused], bool]:
+        """Each source's ``per_source`` best candidates, as chunks, fused; and whether any source filled its list."""
+        hybrid = request.mode == SearchMode.HYBRID
         bucket = bucket_of(request.user_id, self.bucket_count)
         tenant = TenantFilter(request.user_id, request.set_id, request.doc_ids)
         t0 = time.perf_counter()
@@ -189,26 +227,36 @@ class Retriever:
                 raise
             except RagindexError as exc:
                 raise RetrievalBackendError(f"{source} search failed: {exc.message}", source=source) from exc
-        latency["search"] = _ms(t0)
+        latency["search"] = latency.get("search", 0.0) + _ms(t0)
 
         t0 = time.perf_counter()
-        if not hybrid:  # one lexical list: only its first sections can become hits (the margin covers ghosts)
-            lists = {s: items if s == VectorKind.DENSE else items[: request.top_k + 10] for s, items in lists.items()}
+        full = any(len(items) >= per_source for items in lists.values())
+        if not hybrid and not request.rerank:  # one lexical list: only its first sections can become hits
+            keep = per_source - request.top_k  # top_k + 10 on the first round: the margin covers a few ghosts
+            lists = {s: items if s == VectorKind.DENSE else items[:keep] for s, items in lists.items()}
         ranked = self._chunk_lists(request.query, lists)
         weights = {s: w for s, w in self.rrf_weights.items() if s in ranked} or None
         fused = fuse(request.fusion, ranked, k=self.rrf_k, weights=weights) if hybrid else _single(ranked)
-        latency["fuse"] = _ms(t0)
+        latency["fuse"] = latency.get("fuse", 0.0) + _ms(t0)
+        return fused, full
 
-        t0 = time.perf_counter()
-        views = self.store.backfill([f.id for f in fused])
-        latency["backfill"] = _ms(t0)
-        if request.rerank:
-            fused = self._rerank(request.query, fused, views, latency)
-        hits = _build_hits(fused, views, request)
-        if skipped:
-            hits = [replace(hit, skipped=skipped) for hit in hits]
-        latency["total"] = _ms(started)
-        return SearchResult(hits=tuple(hits), latency_ms=latency, mode=request.mode.value, warnings=warnings)
+    def _backfill(self, fused: Sequence[Fused], request: SearchRequest) -> tuple[dict[str, ChunkView], bool]:
+        """The live rows of the fused candidates, read page by page until enough of them are live.
+
+        Hits need ``top_k`` live chunks (rerank: ``rerank_candidates``); candidates past that are never read,
+        unless ghosts, bare sections or the score threshold thin the first page out (then the next page is).
+        Returns the rows and whether there were enough.
+        """
+        want, threshold = (self.rerank_candidates, None) if request.rerank else (request.top_k, request.score_threshold)
+        page = want + _BACKFILL_MARGIN
+        views: dict[str, ChunkView] = {}
+        start = 0
+        while start < len(fused):
+            views |= self.store.backfill([item.id for item in fused[start : start + page]])
+            start += page
+            if sum(1 for item in fused[:start] if _usable(item, views, threshold)) >= want:
+                return views, True
+        return views, False
 
     def _language_guard(
         self, query: str, sources: tuple[str, ...]
@@ -334,17 +382,25 @@ def _single(lists: Mapping[str, Sequence[Candidate]]) -> list[Fused]:
     ]
 
 
+def _usable(item: Fused, views: Mapping[str, ChunkView], threshold: float | None) -> bool:
+    """Whether a fused candidate can become a hit: live, a chunk, and at or above the score threshold.
+
+    A ghost (REMOVED in the truth store, not yet purged from the index) has no view; a section row is a lexical
+    hit whose chunks are all gone.
+    """
+    view = views.get(item.id)
+    if view is None or view.chunk.unit == Unit.SECTION:
+        return False
+    return threshold is None or item.score >= threshold
+
+
 def _build_hits(fused: Sequence[Fused], views: Mapping[str, ChunkView], request: SearchRequest) -> list[Hit]:
     hits: list[Hit] = []
     for item in fused:
-        view = views.get(item.id)
-        if view is None:  # a ghost: REMOVED in the truth store, not yet purged from the index
+        if not _usable(item, views, request.score_threshold):
             continue
-        if request.score_threshold is not None and item.score < request.score_threshold:
-            continue
+        view = views[item.id]
         chunk = view.chunk
-        if chunk.unit == Unit.SECTION:  # a section whose chunks are all gone
-            continue
         hits.append(
             Hit(
                 rank=len(hits) + 1,

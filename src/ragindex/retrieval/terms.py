@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ragindex.store.records import ChunkRow
+from ragindex.store.records import ChunkText
 
 _WORD = re.compile(r"[^\W\d_]{3,}|\d+", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
@@ -20,7 +20,7 @@ def query_terms(query: str) -> frozenset[str]:
     return frozenset(terms)
 
 
-def best_match(terms: frozenset[str], chunks: Sequence[ChunkRow]) -> str:
+def best_match(terms: frozenset[str], chunks: Sequence[ChunkText]) -> str:
     """The id of the chunk containing most of ``terms`` (the first one on a tie)."""
     best, best_hits = chunks[0].chunk_id, -1
     for chunk in chunks:

@@ -20,6 +20,7 @@ from ragindex.store.records import (
     ChunkDiff,
     ChunkLayout,
     ChunkRow,
+    ChunkText,
     ChunkView,
     Claim,
     DocumentFilter,
@@ -214,8 +215,11 @@ class ChunkStore(Protocol):
         """Per unit, vector kind and status: how many ACTIVE rows of a document (kinds a unit lacks are absent)."""
         ...
 
-    def section_chunks(self, section_ids: Sequence[str]) -> dict[str, list[ChunkRow]]:
-        """section_id -> its ACTIVE chunks in document order (sections without live chunks are absent)."""
+    def section_chunks(self, section_ids: Sequence[str]) -> dict[str, list[ChunkText]]:
+        """section_id -> its ACTIVE chunks in document order (sections without live chunks are absent).
+
+        Only id, text and lines are read: a hybrid search reads the chunks of every lexical section it found.
+        """
         ...
 
     def expected_points(self, bucket_id: int) -> dict[str, dict[str, str | None]]:

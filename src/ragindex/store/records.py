@@ -146,6 +146,16 @@ def indexed_text(content: str, context: str | None) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class ChunkText:
+    """What reading a section needs of a chunk: its id, text and lines (no statuses, no metadata)."""
+
+    chunk_id: str
+    content: str
+    start_line: int | None
+    end_line: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class ChunkView:
     """A chunk joined with its document, as retrieval backfill needs it."""
 

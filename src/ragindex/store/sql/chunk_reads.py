@@ -10,7 +10,7 @@ from sqlalchemy import and_, func, or_, select
 
 from ragindex.errors import NotFoundError
 from ragindex.store import schema
-from ragindex.store.records import ChunkRow, ChunkView
+from ragindex.store.records import ChunkRow, ChunkText, ChunkView
 from ragindex.store.sql.core import CH, DOC, KINDS, SqlCore, batches, given, status_col
 from ragindex.store.sql.rows import chunk_row
 from ragindex.store.states import IndexStatus, Lifecycle
@@ -95,21 +95,21 @@ class SqlChunkReads(SqlCore):
                     out.setdefault(str(unit), {}).setdefault(kind, {})[str(status)] = int(n)
         return out
 
-    def section_chunks(self, section_ids: Sequence[str]) -> dict[str, list[ChunkRow]]:
+    def section_chunks(self, section_ids: Sequence[str]) -> dict[str, list[ChunkText]]:
         """section_id -> its ACTIVE chunks in document order (sections without live chunks are absent)."""
-        out: dict[str, list[ChunkRow]] = {}
+        out: dict[str, list[ChunkText]] = {}
         if not section_ids:
             return out
+        columns = (CH.section_id, CH.chunk_id, CH.content, CH.start_line, CH.end_line)
         with self._tx() as conn:
             for part in batches(list(dict.fromkeys(section_ids))):
                 query = (
-                    select(schema.chunks)
+                    select(*columns)
                     .where(CH.section_id.in_(part), CH.lifecycle_status == Lifecycle.ACTIVE)
                     .order_by(CH.doc_id, CH.chunk_index)
                 )
-                for r in conn.execute(query):
-                    row = chunk_row(r._mapping)
-                    out.setdefault(str(row.section_id), []).append(row)
+                for section_id, chunk_id, content, start_line, end_line in conn.execute(query):
+                    out.setdefault(section_id, []).append(ChunkText(chunk_id, content, start_line, end_line))
         return out
 
     def expected_points(self, bucket_id: int) -> dict[str, dict[str, str | None]]:
