@@ -9,13 +9,19 @@ serialises index calls on its index thread and batches concurrent query encoding
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+import threading
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 import mcp_types as types
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -31,6 +37,7 @@ from ragindex.mcp.tools import DOCUMENT_URI, Tenant, Toolbox, document_uri, erro
 from ragindex.service.keys import authenticate
 
 if TYPE_CHECKING:
+    from anyio.streams.memory import MemoryObjectReceiveStream
     from starlette.applications import Starlette
 
     from ragindex.service.store import ApiKeyStore
@@ -217,9 +224,40 @@ def http_app(server: RagindexMcp, store: ApiKeyStore, *, host: str, port: int, p
 
 
 async def serve_stdio(server: RagindexMcp) -> None:
-    """Serve one client over this process's stdin and stdout until the client closes stdin."""
+    """Serve one client over this process's stdin and stdout until the client closes stdin (or a cancellation)."""
     from mcp.server.stdio import stdio_server
 
     lowlevel = server.server
-    async with stdio_server() as (read_stream, write_stream):
-        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+    async with stdin_lines() as lines:
+        # the SDK only iterates its stdin: a receive stream of lines stands in for the file it would wrap
+        stdin = cast("anyio.AsyncFile[str]", lines)
+        async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+
+@asynccontextmanager
+async def stdin_lines() -> AsyncIterator[MemoryObjectReceiveStream[str]]:
+    """The lines of stdin (UTF-8), read by a daemon thread; the stream ends when the client closes stdin.
+
+    The SDK reads stdin on an AnyIO worker thread, which a cancellation waits for and the interpreter joins at
+    exit: a server told to stop (SIGTERM) while its client keeps stdin open would hang there. A daemon thread
+    blocked in a read holds up neither.
+    """
+    send, receive = anyio.create_memory_object_stream[str](16)
+    token = anyio.lowlevel.current_token()
+    fd = os.dup(0)
+
+    def pump() -> None:
+        try:
+            with open(fd, encoding="utf-8", errors="replace") as lines:
+                for line in lines:
+                    anyio.from_thread.run(send.send, line, token=token)
+        except Exception:  # the server has ended (RunFinishedError, closed stream) or stdin broke: stop reading
+            log.debug("stdin reader stopped", exc_info=True)
+        finally:
+            with contextlib.suppress(Exception):
+                anyio.from_thread.run_sync(send.close, token=token)
+
+    threading.Thread(target=pump, name="ragindex-mcp-stdin", daemon=True).start()
+    async with receive:
+        yield receive
