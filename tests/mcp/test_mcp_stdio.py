@@ -96,6 +96,8 @@ def test_a_local_client_ingests_searches_and_reads_documents(tmp_path: Path, cor
             with pytest.raises(MCPError, match="document 999 not found"):
                 await client.read_resource("ragindex://documents/999")
             assert str(owner_record(data_dir)["command"]).startswith("ragindex mcp")
+            other = await anyio.to_thread.run_sync(lambda: ragindex(data_dir, "ingest", str(corpus)))
+            assert other.returncode == 4 and "ragindex mcp" in other.stderr, other.stderr  # one owner of the index
 
     anyio.run(session)
     assert owner_record(data_dir) == {}, "the server kept the index after its client went away"
