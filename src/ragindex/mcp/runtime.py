@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -103,11 +104,12 @@ def _run_stdio(toolbox: Toolbox, options: McpOptions, version: str) -> list[int]
     tenant = Tenant(user_id=options.user_id, set_id=options.set_id, local=True)
     server = RagindexMcp(toolbox, lambda: tenant, version=version)
     received: list[int] = []
-    anyio.run(_serve_stdio_until_signal, server, received)
+    anyio.run(_serve_stdio_until_signal, server, received, toolbox.engine.request_stop)
     return received
 
 
-async def _serve_stdio_until_signal(server: RagindexMcp, received: list[int]) -> None:
+async def _serve_stdio_until_signal(server: RagindexMcp, received: list[int], stop: Callable[[], None]) -> None:
+    """Serve until the client closes stdin, or a signal: then a running ingest stops at its next batch boundary."""
     import anyio
 
     from ragindex.mcp.server import serve_stdio
@@ -118,6 +120,7 @@ async def _serve_stdio_until_signal(server: RagindexMcp, received: list[int]) ->
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 async for signum in signals:
                     received.append(signum)
+                    stop()  # the cancellation waits for a tool call's thread: make a long ingest end soon
                     group.cancel_scope.cancel()
                     return
 

@@ -107,6 +107,8 @@ class RagindexMcp:
             tenant = self.tenant()
             args = parse_arguments(params.name, params.arguments, self.toolbox.modes)
             payload = await anyio.to_thread.run_sync(self.toolbox.run, args, tenant)
+        except MCPError:  # a protocol error (no tenant): the request itself is wrong, not the call
+            raise
         except Exception as exc:  # every failure is a tool error the model can read and act on, never a crash
             error = error_payload(exc)
             text = f"{error['error']}: {error['message']}"
