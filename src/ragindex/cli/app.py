@@ -206,6 +206,7 @@ def run() -> None:
         from ragindex.cli import encoder_server as _encoder_server  # noqa: F401 - encoder-server
         from ragindex.cli import eval as _eval  # noqa: F401
         from ragindex.cli import manage as _manage  # noqa: F401 - repair, reindex, delete, update-chunk
+        from ragindex.cli import mcp as _mcp  # noqa: F401 - mcp
         from ragindex.cli import models as _models  # noqa: F401 - models prepare
         from ragindex.cli import service as _service  # noqa: F401 - serve, keys
         from ragindex.cli import watch as _watch  # noqa: F401 - watch
