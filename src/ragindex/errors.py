@@ -132,6 +132,18 @@ class NotFoundError(RagindexError, exit_code=7, http_status=404):
     """The requested object (document, chunk, job, collection) does not exist for this tenant."""
 
 
+class AuthenticationError(RagindexError, exit_code=2, http_status=401):
+    """No API key, or an unknown or revoked one (the HTTP service and its client)."""
+
+
+class PermissionDeniedError(RagindexError, exit_code=2, http_status=403):
+    """The key is valid but its role may not do this (admin endpoints of the HTTP service)."""
+
+
+class JobStateError(RagindexError, exit_code=2, http_status=409):
+    """The job is not in a state that allows this (cancelling a job that already finished)."""
+
+
 class RetrievalError(RagindexError):
     """Base of the retrieval-side families (seed section 9.3)."""
 
