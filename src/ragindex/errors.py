@@ -92,6 +92,13 @@ class ConfigurationError(RagindexError, exit_code=3, http_status=500):
     """The deployment is misconfigured (missing extra, unknown backend, invalid setting)."""
 
 
+class MissingExtraError(ConfigurationError, ImportError):
+    """An optional dependency is not installed; the message names the ``pip install 'ragindex[...]'`` that adds it.
+
+    Also an :class:`ImportError`, so ``except ImportError`` around an optional import catches it.
+    """
+
+
 class IndexLockedError(ConfigurationError, exit_code=4, http_status=503):
     """The embedded index is owned by another process (one owner per shard directory)."""
 
