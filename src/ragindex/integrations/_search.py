@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -134,6 +135,7 @@ class Searcher:
         self._data_dir = Path(data_dir).expanduser() if data_dir is not None else None
         self._settings = settings
         self._client: Client | None = None
+        self._closers: list[weakref.finalize[[], Searcher]] = []
         self._lock = threading.Lock()  # one engine search or client creation at a time (threads of ainvoke)
 
     @property
@@ -148,6 +150,8 @@ class Searcher:
 
             settings = self._settings or Settings(data_dir=self._data_dir)
             self._engine = Engine(settings)
+            # retrievers are rarely closed: give up the index lock when this one is collected
+            self._closers.append(weakref.finalize(self, self._engine.close))
         return self._engine
 
     def _open_client(self) -> Client:
@@ -156,6 +160,7 @@ class Searcher:
 
             assert self.url is not None
             self._client = Client(self.url, api_key=self.api_key, timeout=self.timeout)
+            self._closers.append(weakref.finalize(self, self._client.close))  # no socket left to the collector
         return self._client
 
     def search(self, query: str) -> SearchResult:
@@ -180,9 +185,9 @@ class Searcher:
     def close(self) -> None:
         """Close the HTTP client, and the engine when this searcher opened it."""
         with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
-            if self._owns_engine and self._engine is not None:
-                self._engine.close()
+            for closer in self._closers:
+                closer()  # runs each close once, here or at collection
+            self._closers.clear()
+            self._client = None
+            if self._owns_engine:
                 self._engine = None
