@@ -31,8 +31,8 @@ run: install
 	$(BIN)/ragindex --data-dir $(DEMO_DIR) search "$(SCAN_QUERY)" --top-k 2
 
 lint: install
-	$(BIN)/ruff check src tests bench scripts
-	$(BIN)/ruff format --check src tests bench scripts
+	$(BIN)/ruff check src tests bench scripts examples_code
+	$(BIN)/ruff format --check src tests bench scripts examples_code
 
 typecheck: install
 	$(BIN)/mypy

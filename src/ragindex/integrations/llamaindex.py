@@ -39,7 +39,7 @@ class RagindexRetriever(BaseRetriever):
     ``TextNode`` (id: the chunk id) holds the hit's text (its ``context`` when ``expand`` is set) and the metadata
     of the LangChain retriever: ``chunk_id``, ``doc_id``, ``set_id``, ``source``, ``filename``, ``page``,
     ``section``, ``start_line``, ``end_line``, ``chunk_type``, ``rank``, ``score``, ``scores``, ``ranks`` and
-    ``expanded``. Only ``filename``, ``page`` and ``section`` are shown to the LLM and the embedder.
+    ``expanded``. Only ``filename``, ``page`` and ``section`` (when set) are shown to the LLM and the embedder.
 
     Give exactly one target: ``url`` (and ``api_key``) for a ``ragindex serve`` (``aretrieve`` uses the async
     client); ``engine`` for an open :class:`~ragindex.Engine` (yours to close); ``data_dir`` or ``settings`` for an
@@ -137,17 +137,16 @@ class RagindexRetriever(BaseRetriever):
 
 
 def _nodes(hits: Sequence[Hit]) -> list[NodeWithScore]:
-    hidden = list(TECHNICAL_KEYS)
-    return [
-        NodeWithScore(
-            node=TextNode(
-                id_=h.chunk_id,
-                text=hit_content(h),
-                metadata=hit_metadata(h),
-                excluded_llm_metadata_keys=hidden,
-                excluded_embed_metadata_keys=hidden,
-            ),
-            score=h.score,
-        )
-        for h in hits
-    ]
+    return [NodeWithScore(node=_node(h), score=h.score) for h in hits]
+
+
+def _node(hit: Hit) -> TextNode:
+    meta = hit_metadata(hit)
+    hidden = [*TECHNICAL_KEYS, *(k for k, v in meta.items() if v is None and k not in TECHNICAL_KEYS)]
+    return TextNode(
+        id_=hit.chunk_id,
+        text=hit_content(hit),
+        metadata=meta,
+        excluded_llm_metadata_keys=hidden,
+        excluded_embed_metadata_keys=hidden,
+    )
