@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import httpx
 import pytest
 
+import ragindex
 from ragindex import errors
 from ragindex.client.errors import build_error, error_class, error_from_response
 
@@ -69,3 +75,19 @@ def test_a_body_that_is_not_json_maps_by_status() -> None:
     exc = error_from_response(html)
     assert type(exc) is errors.EncodingError and "Bad Gateway" in exc.message
     assert exc.context == {"status": 502, "url": "http://127.0.0.1:9/v1/me"}
+
+
+def test_the_client_imports_without_the_service_extra_or_torch() -> None:
+    """The client is part of the core install: it needs neither FastAPI/uvicorn nor the engine's heavy modules."""
+    code = (
+        "import sys\n"
+        "for name in ('fastapi', 'starlette', 'uvicorn', 'multipart'):\n"
+        "    sys.modules[name] = None\n"
+        "import ragindex.client\n"
+        "heavy = [m for m in ('torch', 'sqlalchemy', 'qdrant_edge', 'sentence_transformers') if m in sys.modules]\n"
+        "print(heavy)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(ragindex.__file__).parents[1])}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "[]\n"
