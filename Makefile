@@ -18,7 +18,7 @@ $(BIN)/python:
 $(STAMP): pyproject.toml scripts/system-packages.sh | $(BIN)/python
 	bash scripts/system-packages.sh
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev,server,mysql,postgres,service,eval,mcp]'
+	$(BIN)/pip install -q -e '.[dev,server,mysql,postgres,service,eval,mcp,langchain,llamaindex]'
 	# the light query encoder: export the dense model to ONNX now, not on the first search (a failure only warns)
 	$(BIN)/ragindex models prepare || echo "ragindex models prepare failed: searches will load torch"
 	touch $(STAMP)
@@ -31,8 +31,8 @@ run: install
 	$(BIN)/ragindex --data-dir $(DEMO_DIR) search "$(SCAN_QUERY)" --top-k 2
 
 lint: install
-	$(BIN)/ruff check src tests bench scripts
-	$(BIN)/ruff format --check src tests bench scripts
+	$(BIN)/ruff check src tests bench scripts examples_code
+	$(BIN)/ruff format --check src tests bench scripts examples_code
 
 typecheck: install
 	$(BIN)/mypy

@@ -33,6 +33,8 @@ _EXPORTS = {
     "EncodingError": "ragindex.errors",
     "IntegrityError": "ragindex.errors",
     "NotFoundError": "ragindex.errors",
+    "AuthenticationError": "ragindex.errors",
+    "PermissionDeniedError": "ragindex.errors",
     "RetrievalError": "ragindex.errors",
     "RetrievalConfigurationError": "ragindex.errors",
     "RetrievalBackendError": "ragindex.errors",
@@ -62,6 +64,8 @@ __all__ = [
     "EncodingError",
     "IntegrityError",
     "NotFoundError",
+    "AuthenticationError",
+    "PermissionDeniedError",
     "RetrievalError",
     "RetrievalConfigurationError",
     "RetrievalBackendError",
@@ -72,12 +76,14 @@ if TYPE_CHECKING:
     from ragindex.config.settings import Settings
     from ragindex.engine import Engine
     from ragindex.errors import (
+        AuthenticationError,
         BackendError,
         ConfigurationError,
         EncodingError,
         InputError,
         IntegrityError,
         NotFoundError,
+        PermissionDeniedError,
         RagindexError,
         RetrievalBackendError,
         RetrievalConfigurationError,

@@ -92,6 +92,13 @@ class ConfigurationError(RagindexError, exit_code=3, http_status=500):
     """The deployment is misconfigured (missing extra, unknown backend, invalid setting)."""
 
 
+class MissingExtraError(ConfigurationError, ImportError):
+    """An optional dependency is not installed; the message names the ``pip install 'ragindex[...]'`` that adds it.
+
+    Also an :class:`ImportError`, so ``except ImportError`` around an optional import catches it.
+    """
+
+
 class IndexLockedError(ConfigurationError, exit_code=4, http_status=503):
     """The embedded index is owned by another process (one owner per shard directory)."""
 
@@ -130,6 +137,18 @@ class Interrupted(RagindexError, exit_code=130, http_status=503):
 
 class NotFoundError(RagindexError, exit_code=7, http_status=404):
     """The requested object (document, chunk, job, collection) does not exist for this tenant."""
+
+
+class AuthenticationError(RagindexError, exit_code=2, http_status=401):
+    """No API key, or an unknown or revoked one (the HTTP service and its client)."""
+
+
+class PermissionDeniedError(RagindexError, exit_code=2, http_status=403):
+    """The key is valid but its role may not do this (admin endpoints of the HTTP service)."""
+
+
+class JobStateError(RagindexError, exit_code=2, http_status=409):
+    """The job is not in a state that allows this (cancelling a job that already finished)."""
 
 
 class RetrievalError(RagindexError):

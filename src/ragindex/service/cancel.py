@@ -13,8 +13,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ragindex.errors import JobStateError
 from ragindex.pipeline.cancel import close_open_runs
-from ragindex.service.errors import JobStateError
 from ragindex.service.job_state import JobState
 from ragindex.service.store import JobRow, JobStore
 from ragindex.store.protocol import TruthStore

@@ -10,7 +10,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from ragindex.config.settings import Settings
-from ragindex.service.errors import AuthenticationError, PermissionDeniedError
+from ragindex.errors import AuthenticationError, PermissionDeniedError
 from ragindex.service.executor import ServiceEngine
 from ragindex.service.jobs import JobRunner
 from ragindex.service.keys import Principal, authenticate

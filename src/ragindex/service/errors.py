@@ -1,4 +1,4 @@
-"""Errors of the HTTP layer and the handlers that give every error one JSON shape.
+"""The handlers that give every error of the HTTP layer one JSON shape (its error classes are in ragindex.errors).
 
 Every error body is ``RagindexError.to_dict()``'s shape: ``{"error", "message", "context"?}``;
 request validation adds ``detail`` (FastAPI's list of problems) and names the first field in
@@ -30,18 +30,6 @@ _HTTP_NAMES = {
     413: "DocumentTooLargeError",
     415: "UnsupportedFormatError",
 }
-
-
-class AuthenticationError(RagindexError, exit_code=2, http_status=401):
-    """No API key, or an unknown or revoked one."""
-
-
-class PermissionDeniedError(RagindexError, exit_code=2, http_status=403):
-    """The key is valid but its role may not do this (admin endpoints)."""
-
-
-class JobStateError(RagindexError, exit_code=2, http_status=409):
-    """The job is not in a state that allows this (cancelling a job that already finished)."""
 
 
 def _ragindex_error(_request: Request, exc: Exception) -> JSONResponse:

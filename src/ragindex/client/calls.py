@@ -1,0 +1,198 @@
+"""Every route of the service as a :class:`Call`: the request to send and how to read the answer.
+
+:class:`~ragindex.client.Client` and :class:`~ragindex.client.AsyncClient` only differ in how they send a call,
+so each route is described once, here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+import httpx
+
+from ragindex.client import models
+from ragindex.errors import ValidationError
+from ragindex.types import SearchResult
+
+T = TypeVar("T")
+
+UploadFile = str | Path | tuple[str, bytes]
+"""A file to upload: a path (sent under its name) or ``(name, content)``."""
+
+FINISHED = frozenset({"succeeded", "failed", "cancelled"})
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One request and the parser of its answer's JSON body (or text, for ``/metrics``)."""
+
+    method: str
+    path: str
+    parse: Callable[[Any], T]
+    params: Mapping[str, Any] | None = None
+    json: Any = None
+    files: list[tuple[str, tuple[str, bytes]]] | None = None
+    text: bool = False
+    accept: frozenset[int] = field(default_factory=frozenset)
+    """Error statuses whose body is a regular answer (``/readyz`` answers 503 with its checks)."""
+
+    def request_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of ``httpx.Client.request``."""
+        kwargs: dict[str, Any] = {"method": self.method, "url": self.path}
+        if self.params:
+            kwargs["params"] = {k: v for k, v in self.params.items() if v is not None}
+        if self.json is not None:
+            kwargs["json"] = self.json
+        if self.files is not None:
+            kwargs["files"] = self.files
+        return kwargs
+
+    def read(self, response: httpx.Response) -> T:
+        """The parsed answer."""
+        return self.parse(response.text if self.text else response.json())
+
+
+def _segment(value: str | int) -> str:
+    """A path segment, escaped (a chunk or job id never changes the route)."""
+    return quote(str(value), safe="")
+
+
+def _drop_none(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def healthz() -> Call[models.Health]:
+    """``GET /healthz``."""
+    return Call("GET", "/healthz", models.Health.model_validate)
+
+
+def readyz() -> Call[models.Readiness]:
+    """``GET /readyz`` (a 503 is an answer: ``Readiness.ready`` is false)."""
+    return Call("GET", "/readyz", models.Readiness.model_validate, accept=frozenset({503}))
+
+
+def metrics() -> Call[str]:
+    """``GET /metrics``: the Prometheus exposition text."""
+    return Call("GET", "/metrics", str, text=True)
+
+
+def me() -> Call[models.KeyInfo]:
+    """``GET /v1/me``."""
+    return Call("GET", "/v1/me", models.KeyInfo.model_validate)
+
+
+def search(query: str, *, set_id: int, **options: Any) -> Call[SearchResult]:
+    """``POST /v1/search``; ``options`` are the optional fields of ``SearchRequest`` (None: the server default)."""
+    body = {"query": query, "set_id": set_id, **_drop_none(options)}
+    if "doc_ids" in body:
+        body["doc_ids"] = list(body["doc_ids"])
+    return Call("POST", "/v1/search", models.search_result, json=body)
+
+
+def upload(set_id: int, files: Sequence[UploadFile]) -> Call[models.JobAccepted]:
+    """``POST /v1/sets/{set_id}/documents`` (multipart, form field ``files``)."""
+    if isinstance(files, str | Path) or not files:
+        raise ValidationError("files", "give a list of one or more paths or (name, bytes) pairs")
+    parts: list[tuple[str, tuple[str, bytes]]] = []
+    for item in files:
+        if isinstance(item, tuple):
+            name, content = item
+        else:
+            path = Path(item).expanduser()
+            try:
+                content = path.read_bytes()
+            except OSError as exc:
+                raise ValidationError("files", f"cannot read {path}: {exc.strerror or exc}", path=str(path)) from exc
+            name = path.name
+        parts.append(("files", (name, content)))
+    return Call("POST", f"/v1/sets/{_segment(set_id)}/documents", models.JobAccepted.model_validate, files=parts)
+
+
+def sets() -> Call[models.SetList]:
+    """``GET /v1/sets``."""
+    return Call("GET", "/v1/sets", models.SetList.model_validate)
+
+
+def set_documents(set_id: int) -> Call[models.SetDocuments]:
+    """``GET /v1/sets/{set_id}/documents``."""
+    return Call("GET", f"/v1/sets/{_segment(set_id)}/documents", models.SetDocuments.model_validate)
+
+
+def documents(
+    *, set_id: int | None, status: str | None, cursor: str | None, limit: int | None
+) -> Call[models.DocumentPageOut]:
+    """``GET /v1/documents``: one page."""
+    params = {"set_id": set_id, "status": status, "cursor": cursor, "limit": limit}
+    return Call("GET", "/v1/documents", models.DocumentPageOut.model_validate, params=params)
+
+
+def document(doc_id: int, *, chunks: bool) -> Call[models.DocumentDetailOut]:
+    """``GET /v1/documents/{doc_id}``."""
+    params = {"chunks": "true"} if chunks else None
+    return Call("GET", f"/v1/documents/{_segment(doc_id)}", models.DocumentDetailOut.model_validate, params=params)
+
+
+def parsed_document(doc_id: int) -> Call[models.ParsedDocumentOut]:
+    """``GET /v1/documents/{doc_id}/parsed``."""
+    return Call("GET", f"/v1/documents/{_segment(doc_id)}/parsed", models.ParsedDocumentOut.model_validate)
+
+
+def delete_document(doc_id: int) -> Call[models.Deletion]:
+    """``DELETE /v1/documents/{doc_id}``."""
+    return Call("DELETE", f"/v1/documents/{_segment(doc_id)}", models.Deletion.model_validate)
+
+
+def jobs(*, status: str | None, cursor: str | None, limit: int | None) -> Call[models.JobPageOut]:
+    """``GET /v1/jobs``: one page, newest first."""
+    params = {"status": status, "cursor": cursor, "limit": limit}
+    return Call("GET", "/v1/jobs", models.JobPageOut.model_validate, params=params)
+
+
+def job(job_id: str) -> Call[models.JobDetail]:
+    """``GET /v1/jobs/{job_id}``."""
+    return Call("GET", f"/v1/jobs/{_segment(job_id)}", models.JobDetail.model_validate)
+
+
+def cancel_job(job_id: str) -> Call[models.JobCancelOut]:
+    """``DELETE /v1/jobs/{job_id}``."""
+    return Call("DELETE", f"/v1/jobs/{_segment(job_id)}", models.JobCancelOut.model_validate)
+
+
+def chunk(chunk_id: str) -> Call[models.ChunkOut]:
+    """``GET /v1/chunks/{chunk_id}``."""
+    return Call("GET", f"/v1/chunks/{_segment(chunk_id)}", models.ChunkOut.model_validate)
+
+
+def update_chunk(chunk_id: str, *, text: str | None, metadata: Mapping[str, Any] | None) -> Call[models.ChunkUpdate]:
+    """``PATCH /v1/chunks/{chunk_id}``."""
+    body = _drop_none({"text": text, "metadata": dict(metadata) if metadata is not None else None})
+    return Call("PATCH", f"/v1/chunks/{_segment(chunk_id)}", models.ChunkUpdate.model_validate, json=body)
+
+
+def delete_chunk(chunk_id: str) -> Call[models.Deletion]:
+    """``DELETE /v1/chunks/{chunk_id}``."""
+    return Call("DELETE", f"/v1/chunks/{_segment(chunk_id)}", models.Deletion.model_validate)
+
+
+def status() -> Call[models.StatusReport]:
+    """``GET /v1/status`` (admin)."""
+    return Call("GET", "/v1/status", models.StatusReport.model_validate)
+
+
+def verify() -> Call[models.VerifyReport]:
+    """``POST /v1/verify`` (admin)."""
+    return Call("POST", "/v1/verify", models.VerifyReport.model_validate)
+
+
+def repair(*, dry_run: bool) -> Call[models.RepairReport]:
+    """``POST /v1/repair`` (admin)."""
+    return Call("POST", "/v1/repair", models.RepairReport.model_validate, json={"dry_run": dry_run})
+
+
+def optimize() -> Call[models.OptimizeResult]:
+    """``POST /v1/optimize`` (admin)."""
+    return Call("POST", "/v1/optimize", models.OptimizeResult.model_validate)

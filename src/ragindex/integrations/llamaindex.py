@@ -1,0 +1,152 @@
+"""A LlamaIndex retriever over ragindex (``pip install 'ragindex[llamaindex]'``).
+
+>>> from ragindex.integrations.llamaindex import RagindexRetriever            # doctest: +SKIP
+>>> retriever = RagindexRetriever(data_dir=".ragindex", set_id=1, top_k=4)   # doctest: +SKIP
+>>> retriever.retrieve("which moon is the largest")[0].node.metadata["filename"]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ragindex.errors import MissingExtraError
+from ragindex.integrations._search import TECHNICAL_KEYS, Searcher, hit_content, hit_metadata
+
+try:
+    from llama_index.core.callbacks import CallbackManager
+    from llama_index.core.retrievers import BaseRetriever
+    from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+except ImportError as exc:
+    raise MissingExtraError(
+        f"the LlamaIndex retriever needs llama-index-core: pip install 'ragindex[llamaindex]' ({exc})",
+        extra="llamaindex",
+    ) from exc
+
+if TYPE_CHECKING:
+    from ragindex.config.settings import Settings
+    from ragindex.engine import Engine
+    from ragindex.types import Hit
+
+__all__ = ["RagindexRetriever"]
+
+
+class RagindexRetriever(BaseRetriever):
+    """A LlamaIndex ``BaseRetriever`` that searches one ragindex set, embedded or over HTTP.
+
+    ``retrieve`` / ``aretrieve`` return ``NodeWithScore`` objects whose score is the hit's score and whose
+    ``TextNode`` (id: the chunk id) holds the hit's text (its ``context`` when ``expand`` is set) and the metadata
+    of the LangChain retriever: ``chunk_id``, ``doc_id``, ``set_id``, ``source``, ``filename``, ``page``,
+    ``section``, ``start_line``, ``end_line``, ``chunk_type``, ``rank``, ``score``, ``scores``, ``ranks`` and
+    ``expanded``. Only ``filename``, ``page`` and ``section`` (when set) are shown to the LLM and the embedder.
+
+    Give exactly one target: ``url`` (and ``api_key``) for a ``ragindex serve`` (``aretrieve`` uses the async
+    client); ``engine`` for an open :class:`~ragindex.Engine` (yours to close); ``data_dir`` or ``settings`` for an
+    embedded index opened on the first query (call :meth:`close` to give up its lock).
+
+    A set that the tenant has no documents in (another tenant's set, a wrong id) returns no nodes, not an error.
+
+    Args:
+        set_id: The set to search (sets are per tenant).
+        top_k: Nodes to return.
+        url: Base URL of a ``ragindex serve`` (HTTP mode).
+        api_key: An API key of the service (HTTP mode).
+        timeout: Seconds per HTTP request (None: wait forever).
+        engine: An open Engine (embedded mode).
+        data_dir: Data dir of an embedded index (embedded mode; other settings from the environment).
+        settings: Settings of an embedded index (embedded mode).
+        user_id: The tenant in embedded mode (default 1); over HTTP the key decides.
+        mode: ``dense``, ``bm25``, ``sparse`` or ``hybrid`` (default).
+        doc_ids: Only these documents.
+        score_threshold: Drop hits below this score.
+        fusion: Hybrid fusion: ``rrf``, ``dbsf``, ``combine`` or ``boost``.
+        rerank: Cross-encoder rerank.
+        expand: ``none``, ``neighbours`` or ``section``: return each hit's context.
+        context_chars: Most characters of a context.
+        group_by: ``none``, ``section`` or ``document``: one hit per section or document.
+        search_options: Further search options, passed as given.
+        callback_manager: LlamaIndex callbacks.
+        verbose: LlamaIndex's verbose flag.
+    """
+
+    def __init__(
+        self,
+        *,
+        set_id: int,
+        top_k: int = 4,
+        url: str | None = None,
+        api_key: str | None = None,
+        timeout: float | None = 30.0,
+        engine: Engine | None = None,
+        data_dir: str | Path | None = None,
+        settings: Settings | None = None,
+        user_id: int | None = None,
+        mode: str | None = None,
+        doc_ids: Sequence[int] | None = None,
+        score_threshold: float | None = None,
+        fusion: str | None = None,
+        rerank: bool | None = None,
+        expand: str | None = None,
+        context_chars: int | None = None,
+        group_by: str | None = None,
+        search_options: dict[str, Any] | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
+        options = {
+            "top_k": top_k,
+            "mode": mode,
+            "doc_ids": doc_ids,
+            "score_threshold": score_threshold,
+            "fusion": fusion,
+            "rerank": rerank,
+            "expand": expand,
+            "context_chars": context_chars,
+            "group_by": group_by,
+            **(search_options or {}),
+        }
+        self.searcher = Searcher(
+            set_id=set_id,
+            user_id=user_id,
+            url=url,
+            api_key=api_key,
+            timeout=timeout,
+            engine=engine,
+            data_dir=data_dir,
+            settings=settings,
+            options=options,
+        )
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return _nodes(self.searcher.search(query_bundle.query_str).hits)
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return _nodes((await self.searcher.asearch(query_bundle.query_str)).hits)
+
+    def close(self) -> None:
+        """Close the HTTP client, and the embedded engine this retriever opened."""
+        self.searcher.close()
+
+    def __enter__(self) -> RagindexRetriever:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _nodes(hits: Sequence[Hit]) -> list[NodeWithScore]:
+    return [NodeWithScore(node=_node(h), score=h.score) for h in hits]
+
+
+def _node(hit: Hit) -> TextNode:
+    meta = hit_metadata(hit)
+    hidden = [*TECHNICAL_KEYS, *(k for k, v in meta.items() if v is None and k not in TECHNICAL_KEYS)]
+    return TextNode(
+        id_=hit.chunk_id,
+        text=hit_content(hit),
+        metadata=meta,
+        excluded_llm_metadata_keys=hidden,
+        excluded_embed_metadata_keys=hidden,
+    )
