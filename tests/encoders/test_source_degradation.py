@@ -35,6 +35,16 @@ def encoder(local_dense: Any) -> Iterator[Any]:
     server.stop()
 
 
+@pytest.fixture
+def full_encoder(local_dense: Any, local_sparse: Any) -> Iterator[Any]:
+    """An encoder server of this test alone serving dense and learned sparse vectors."""
+    served = pytest.importorskip("ragindex.encoders.server", reason="the encoder server needs ragindex[service]")
+    local_dense.encode_queries(["load the model before the first request"])
+    server = served.ThreadedServer(served.create_encoder_app(local_dense, local_sparse)).start()
+    yield server
+    server.stop()
+
+
 def remote(url: str, data_dir: Path, **extra: Any) -> Settings:
     """Dense through the encoder server, no retries (a stopped server fails at once), BM25 local."""
     return Settings(
@@ -42,12 +52,11 @@ def remote(url: str, data_dir: Path, **extra: Any) -> Settings:
         data_dir=data_dir,
         dense_provider="openai",
         dense_url=url,
-        dense_dimensions=384,
         dense_max_retries=0,
         dense_timeout=120,  # the server's model may still load on a busy machine; a stopped server refuses at once
         bucket_count=1,
         reconcile_interval_seconds=0,
-        **extra,
+        **{"dense_dimensions": 384, **extra},
     )
 
 
@@ -114,6 +123,32 @@ def test_enabled_sources_and_per_call_overrides_apply_at_run_time(encoder, tmp_f
             engine.search(QUERY, **USER, sources=[])
         with pytest.raises(ValidationError, match="mode bm25 searches bm25 only"):
             engine.search(QUERY, **USER, mode="bm25", sources=["dense"])
+
+
+def test_every_failed_source_is_named_and_an_engine_started_while_the_server_is_down_degrades(
+    full_encoder, tmp_files, tmp_path
+):
+    sparse = {"sparse_provider": "remote_bge_m3", "bge_m3_service_url": full_encoder.url, "bge_m3_max_retries": 0}
+    with Engine(remote(full_encoder.url, tmp_path / "data", **sparse)) as engine:
+        assert not engine.ingest([tmp_files]).failures
+        three = engine.search("volcano magma", **USER, top_k=3)
+        assert three.hits[0].filename == "volcanoes.md" and set(three.hits[0].scores) == {"dense", "bm25", "sparse"}
+        full_encoder.stop()
+        result = engine.search("volcano magma", **USER, top_k=3, on_source_error="degrade")
+        assert list(result.degraded) == ["dense", "sparse"]
+        assert result.degraded["sparse"].startswith("sparse query encoding failed: remote_bge_m3 service at ")
+        assert result.hits[0].filename == "volcanoes.md" and set(result.hits[0].scores) == {"bm25"}
+        assert not engine.search("volcano magma", **USER, sources="bm25").degraded
+        with pytest.raises(RetrievalEncodingError, match="^sparse query encoding failed"):
+            engine.search("volcano magma", **USER, sources="sparse,bm25")
+
+    # a fresh process that never reached the server (no configured dimension: the first search asks for it)
+    settings = remote(full_encoder.url, tmp_path / "data", dense_dimensions=None, **sparse)
+    with Engine(settings) as engine:
+        with pytest.raises(RetrievalEncodingError, match="^dense query encoding failed"):
+            engine.search("volcano magma", **USER)
+        result = engine.search("volcano magma", **USER, on_source_error="degrade")
+        assert list(result.degraded) == ["dense", "sparse"] and result.hits[0].filename == "volcanoes.md"
 
 
 def test_service_degrades_over_http_and_counts_it_in_metrics(encoder, tmp_files, tmp_path):
