@@ -318,8 +318,18 @@ class Engine(Maintenance, Closing):
         expand: str | None = None,
         context_chars: int | None = None,
         group_by: str | None = None,
+        sources: str | Sequence[str] | None = None,
+        on_source_error: str | None = None,
     ) -> SearchResult:
         """Search one tenant's set; every hit is backfilled from the truth store (no ghost hits).
+
+        ``sources`` (a list or a comma list of ``dense``, ``bm25``, ``sparse``) narrows the sources of this
+        search within ``RAGINDEX_RECALL_ENABLED_SOURCES`` (read on every call; unset: every configured source):
+        hybrid fuses only those, a single mode must be among them. ``on_source_error`` (default
+        ``RAGINDEX_RECALL_ON_SOURCE_ERROR``) decides what a failing source does: ``fail`` raises its error
+        (:class:`~ragindex.errors.RetrievalEncodingError` for an unreachable or timed-out encoder,
+        :class:`~ragindex.errors.RetrievalBackendError` for a failed index query); ``degrade`` answers from the
+        other sources and names the failed one in the result's ``degraded``. Every source failing always raises.
 
         With ``rerank`` (default: ``RAGINDEX_RERANK_ENABLED``) the fused candidates are reranked by the
         cross-encoder; a hit's score is then its rerank score in [0, 1], and so is ``score_threshold``.
@@ -332,6 +342,7 @@ class Engine(Maintenance, Closing):
         """
         from ragindex.retrieval.context import HitShaper, validate_shape
         from ragindex.retrieval.search import Retriever, SearchRequest, search_mode
+        from ragindex.retrieval.sources import enabled_by_setting, source_error_policy
 
         request = SearchRequest(
             query=query,
@@ -344,6 +355,10 @@ class Engine(Maintenance, Closing):
             fusion=fusion or self.settings.fusion,
             candidates=candidates or self.settings.candidates_per_source,
             rerank=self.settings.rerank_enabled if rerank is None else rerank,
+            sources=None if sources is None else tuple(sources.split(",") if isinstance(sources, str) else sources),
+            on_source_error=source_error_policy(
+                self.settings.recall_on_source_error if on_source_error is None else on_source_error
+            ),
         )
         shape = validate_shape(
             expand=self.settings.expand if expand is None else expand,
@@ -361,6 +376,7 @@ class Engine(Maintenance, Closing):
             rrf_weights=self.settings.rrf_weights,
             reranker=lambda: self.reranker,
             rerank_candidates=self.settings.rerank_candidates,
+            enabled_sources=enabled_by_setting(self.settings.recall_enabled_sources),
         )
         result, rows = retriever.run(replace(request, top_k=shape.fetch(request.top_k)))
         return HitShaper(self.store).apply(result, shape, request.top_k, rows)

@@ -265,15 +265,22 @@ class SearchResult:
     """Hits in rank order plus the latency of each phase in milliseconds, and warnings about the ranking.
 
     ``warnings`` explains a result that is likely poor, e.g. a dense search for a query in a script the dense
-    model does not cover; ``to_dict`` adds the key only when there is one.
+    model does not cover; ``degraded`` names the sources that failed in a search that went on without them
+    (``on_source_error="degrade"``), with the error, e.g. ``{"dense": "dense query encoding failed: ..."}``.
+    ``to_dict`` adds each of those keys only when it is not empty.
     """
 
     hits: tuple[Hit, ...]
     latency_ms: Mapping[str, float]
     mode: str
     warnings: tuple[str, ...] = ()
+    degraded: Mapping[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form used by ``ragindex search --json`` and the HTTP API."""
         out = {"mode": self.mode, "hits": [h.to_dict() for h in self.hits], "latency_ms": dict(self.latency_ms)}
-        return out | ({"warnings": list(self.warnings)} if self.warnings else {})
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
+        if self.degraded:
+            out["degraded"] = dict(self.degraded)
+        return out

@@ -186,9 +186,29 @@ def search(
             "Default: RAGINDEX_GROUP_BY.",
         ),
     ] = None,
+    sources: Annotated[
+        str | None,
+        typer.Option(
+            "--sources",
+            help="Search only these sources, comma-separated: dense, bm25, sparse (within "
+            "RAGINDEX_RECALL_ENABLED_SOURCES); hybrid fuses them. Default: every enabled source.",
+        ),
+    ] = None,
+    on_source_error: Annotated[
+        str | None,
+        typer.Option(
+            "--on-source-error",
+            help="fail (a failing source, e.g. an unreachable encoder, fails the search) or degrade (answer from "
+            "the other sources and name the failed one). Default: RAGINDEX_RECALL_ON_SOURCE_ERROR.",
+        ),
+    ] = None,
     as_json: Json = False,
 ) -> None:
-    """Search a set; hits carry per-source scores and ranks and the latency of each phase."""
+    """Search a set; hits carry per-source scores and ranks and the latency of each phase.
+
+    With --on-source-error degrade, a source that fails is left out: the output names it (under "degraded" in
+    --json) and the exit code stays 0; when every source fails, the error's exit code (5: encoder, 4: index).
+    """
 
     def body() -> None:
         with engine_for() as engine:
@@ -205,6 +225,8 @@ def search(
                 expand=expand,
                 context_chars=context_chars,
                 group_by=group_by,
+                sources=sources,
+                on_source_error=on_source_error,
             )
         if as_json:
             emit_json(result.to_dict())

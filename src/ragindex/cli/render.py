@@ -112,6 +112,7 @@ def search_table(query: str, result: SearchResult) -> Group:
     latency = "  ".join(f"{k} {v:.1f} ms" for k, v in result.latency_ms.items())
     parts.append(Text(f"{len(result.hits)} hits · {latency}", style="dim"))
     parts += [cell(f"warning: {warning}", "yellow") for warning in result.warnings]
+    parts += [cell(f"degraded: {source} left out: {reason}", "yellow") for source, reason in result.degraded.items()]
     return Group(*parts)
 
 

@@ -14,6 +14,7 @@ from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from ragindex.config.sources import parse_sources
 from ragindex.language import Script, parse_languages
 from ragindex.types import MAX_CONTEXT_CHARS
 
@@ -350,6 +351,25 @@ class RetrievalSettings(SettingsSection):
         "section",
         description="Default merging of hits: `none`, `section` or `document` (best chunk kept, others in `merged`).",
     )
+    recall_enabled_sources: str | None = Field(
+        None,
+        description="Sources searches may run, comma-separated from `dense`, `bm25`, `sparse` (unset: every "
+        "configured one). Hybrid fuses only these (names not configured are ignored); a single mode or a per-call "
+        "`sources` outside them is an error. Read on every search.",
+    )
+    recall_on_source_error: Literal["fail", "degrade"] = Field(
+        "fail",
+        description="Default when one source of a search fails (encoder unreachable or timed out, index query "
+        "failed): `fail` raises the error; `degrade` answers from the other sources and names the failed one in "
+        "the result's `degraded`. Every source failing always raises.",
+    )
+
+    @field_validator("recall_enabled_sources")
+    @classmethod
+    def _check_recall_enabled_sources(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        return ",".join(parse_sources(value))  # raises ValueError naming the valid sources
 
 
 class RerankSettings(SettingsSection):

@@ -5,6 +5,8 @@ encoder, no index call) -> encode the query per source -> search the tenant's bu
 fuse -> backfill every hit from the truth store, dropping any chunk that is not ACTIVE.
 Candidates are over-fetched so that dropped ghosts do not shrink top_k. With rerank, the first
 ``rerank_candidates`` live candidates are scored by a cross-encoder and sorted by that score (in [0, 1]).
+Which sources run, and what a failing source does (fail, or degrade to the others), is
+:mod:`ragindex.retrieval.sources`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from ragindex.encoders.protocol import DenseEncoder, SparseEncoder
 from ragindex.errors import (
-    IndexLockedError,
+    ConfigurationError,
     RagindexError,
     RetrievalBackendError,
     RetrievalConfigurationError,
@@ -29,6 +31,7 @@ from ragindex.index.routing import bucket_of
 from ragindex.language import dominant_script
 from ragindex.retrieval.fusion import FUSIONS, Candidate, Fused, fuse
 from ragindex.retrieval.rerank import Reranker
+from ragindex.retrieval.sources import OnSourceError, SourceFailures, requested_sources, resolve, source_error_policy
 from ragindex.retrieval.terms import best_match, query_terms
 from ragindex.store.protocol import ChunkStore
 from ragindex.store.records import ChunkRow, ChunkView
@@ -54,9 +57,21 @@ class SearchRequest:
     fusion: str
     candidates: int
     rerank: bool = False
+    sources: tuple[str, ...] | None = None
+    """Narrow the sources to these (within ``RAGINDEX_RECALL_ENABLED_SOURCES``); None: every enabled one."""
+    on_source_error: OnSourceError = OnSourceError.FAIL
+    """``fail``: a failing source fails the search; ``degrade``: the search goes on without it."""
 
     def __post_init__(self) -> None:
         validate_ids(user_id=self.user_id, set_id=self.set_id)
+        object.__setattr__(self, "sources", requested_sources(self.sources))
+        object.__setattr__(self, "on_source_error", source_error_policy(self.on_source_error))
+        if self.sources is not None and self.mode != SearchMode.HYBRID and self.mode.value not in self.sources:
+            raise ValidationError(
+                "sources",
+                f"mode {self.mode.value} searches {self.mode.value} only, which {','.join(self.sources)} leaves out; "
+                f"add it or search with mode hybrid",
+            )
         for doc_id in self.doc_ids or ():
             if not isinstance(doc_id, int) or isinstance(doc_id, bool) or doc_id < 1:
                 raise ValidationError("doc_ids", f"must be positive integers, got {doc_id!r}")
@@ -113,6 +128,8 @@ class Retriever:
         rrf_weights: Per-source RRF weights.
         reranker: Callable returning the reranker (created lazily: called only when a request reranks).
         rerank_candidates: Live (backfilled) fused candidates the reranker scores.
+        enabled_sources: The sources searches may run (``RAGINDEX_RECALL_ENABLED_SOURCES``); None: every
+            configured one.
     """
 
     def __init__(
@@ -128,7 +145,9 @@ class Retriever:
         rrf_weights: Mapping[str, float] | None = None,
         reranker: Callable[[], Reranker] | None = None,
         rerank_candidates: int = 50,
+        enabled_sources: tuple[str, ...] | None = None,
     ) -> None:
+        self.enabled_sources = enabled_sources
         self._reranker = reranker
         self.rerank_candidates = rerank_candidates
         self.store = store
@@ -140,19 +159,16 @@ class Retriever:
         self.rrf_k = rrf_k
         self.rrf_weights = dict(rrf_weights or {})
 
-    def sources_for(self, mode: SearchMode) -> tuple[str, ...]:
-        """Which sources a mode queries (hybrid: dense plus every enabled sparse source)."""
-        if mode == SearchMode.HYBRID:
-            return (VectorKind.DENSE, *self.sparse)
-        source = mode.value
-        if source != VectorKind.DENSE and source not in self.sparse:
-            raise RetrievalConfigurationError(
-                f"{source} search is not enabled; "
-                + ("set RAGINDEX_BM25_ENABLED=true" if source == VectorKind.BM25 else "configure a sparse provider")
-                + " and re-index",
-                source=source,
-            )
-        return (source,)
+    def sources_for(self, mode: SearchMode, requested: tuple[str, ...] | None = None) -> tuple[str, ...]:
+        """Which sources a mode queries: hybrid, every configured and enabled one (narrowed to ``requested``).
+
+        Raises:
+            RetrievalConfigurationError: The mode's source, or a requested one, is not configured or is disabled
+                by ``RAGINDEX_RECALL_ENABLED_SOURCES``; or no source is left (see :func:`~.sources.resolve`).
+        """
+        hybrid = mode == SearchMode.HYBRID
+        configured = (VectorKind.DENSE.value, *self.sparse)
+        return resolve(hybrid, None if hybrid else mode.value, configured, self.enabled_sources, requested)
 
     def search(self, request: SearchRequest) -> SearchResult:
         """Run one validated request."""
@@ -162,21 +178,27 @@ class Retriever:
         """Run one validated request; also return the backfilled rows of its hits (grouping and expansion use them)."""
         started = time.perf_counter()
         latency: dict[str, float] = {}
-        sources = self.sources_for(request.mode)
+        sources = self.sources_for(request.mode, request.sources)
         if not request.query.strip():
             return SearchResult(hits=(), latency_ms={"total": 0.0}, mode=request.mode.value), {}
         collection = self._collection()
         if collection is None:
             return SearchResult(hits=(), latency_ms={"total": _ms(started)}, mode=request.mode.value), {}
         sources, skipped, warnings = self._language_guard(request.query, sources)
+        failures = SourceFailures(request.on_source_error)
 
         if VectorKind.DENSE in sources:  # the first query of a process loads the model: report it as its own phase
             t0 = time.perf_counter()
-            _ = self._dense().dimension
+            try:
+                _ = self._dense().dimension  # a remote encoder without a configured dimension asks the server
+            except ConfigurationError:
+                raise
+            except RagindexError as exc:
+                failures.record(VectorKind.DENSE.value, _encoding_error(VectorKind.DENSE.value, exc))
             if (load := _ms(t0)) > 1.0:
                 latency["model_load"] = load
         t0 = time.perf_counter()
-        queries = self._encode(request.query, sources)
+        queries = self._encode(request.query, [s for s in sources if s not in failures.errors], failures)
         latency["encode"] = _ms(t0)
 
         hybrid = request.mode == SearchMode.HYBRID
@@ -184,7 +206,7 @@ class Retriever:
         if request.rerank:  # over-fetch so that the reranker sees rerank_candidates live chunks
             per_source = max(per_source, self.rerank_candidates + (0 if hybrid else 10))
         while True:
-            fused, full = self._fused(request, queries, collection, per_source, latency)
+            fused, full = self._fused(request, queries, collection, per_source, failures, latency)
             t0 = time.perf_counter()
             views, enough = self._backfill(fused, request)
             latency["backfill"] = latency.get("backfill", 0.0) + _ms(t0)
@@ -199,7 +221,13 @@ class Retriever:
         if skipped:
             hits = [replace(hit, skipped=skipped) for hit in hits]
         latency["total"] = _ms(started)
-        result = SearchResult(hits=tuple(hits), latency_ms=latency, mode=request.mode.value, warnings=warnings)
+        result = SearchResult(
+            hits=tuple(hits),
+            latency_ms=latency,
+            mode=request.mode.value,
+            warnings=warnings,
+            degraded=failures.degraded,
+        )
         return result, {hit.chunk_id: views[hit.chunk_id].chunk for hit in hits}
 
     def _fused(
@@ -208,6 +236,7 @@ class Retriever:
         queries: Mapping[str, VectorQuery],
         collection: str,
         per_source: int,
+        failures: SourceFailures,
         latency: dict[str, float],
     ) -> tuple[list[Fused], bool]:
         """Each source's ``per_source`` best candidates, as chunks, fused; and whether any source filled its list."""
@@ -218,15 +247,20 @@ class Retriever:
         lists: dict[str, list[tuple[str, float]]] = {}
         index = self._index()
         for source, vector_query in queries.items():
+            if source in failures.errors:  # failed on an earlier round (degrade): not asked again
+                continue
             threshold = None if hybrid or request.rerank else request.score_threshold
             try:
                 lists[source] = index.search(
                     collection, bucket, vector_query, tenant, limit=per_source, score_threshold=threshold
                 )
-            except IndexLockedError:
+            except ConfigurationError:  # e.g. another process owns the embedded index: never degraded
                 raise
             except RagindexError as exc:
-                raise RetrievalBackendError(f"{source} search failed: {exc.message}", source=source) from exc
+                error = RetrievalBackendError(f"{source} search failed: {exc.message}", source=source)
+                error.__cause__ = exc
+                failures.record(source, error)
+        failures.check_left(lists)
         latency["search"] = latency.get("search", 0.0) + _ms(t0)
 
         t0 = time.perf_counter()
@@ -359,7 +393,8 @@ class Retriever:
         latency["rerank"] = _ms(t0)
         return reranked
 
-    def _encode(self, query: str, sources: Sequence[str]) -> dict[str, VectorQuery]:
+    def _encode(self, query: str, sources: Sequence[str], failures: SourceFailures) -> dict[str, VectorQuery]:
+        """The query vector of each source; a source whose encoder fails goes to ``failures`` (which may raise)."""
         out: dict[str, VectorQuery] = {}
         for source in sources:
             try:
@@ -367,11 +402,21 @@ class Retriever:
                     out[source] = VectorQuery(using=VectorKind.DENSE, dense=self._dense().encode_queries([query])[0])
                 else:
                     out[source] = VectorQuery(using=source, sparse=self.sparse[source].encode_queries([query])[0])
-            except RetrievalConfigurationError:
+            except ConfigurationError:  # a missing extra or model is a deployment error, never degraded
                 raise
             except RagindexError as exc:
-                raise RetrievalEncodingError(f"{source} query encoding failed: {exc.message}", source=source) from exc
+                failures.record(source, _encoding_error(source, exc))
+        failures.check_left(out)
         return out
+
+
+def _encoding_error(source: str, exc: RagindexError) -> RetrievalEncodingError:
+    """``exc`` of ``source``'s encoder as the retrieval encoding error (kept as its cause)."""
+    if isinstance(exc, RetrievalEncodingError):
+        return exc
+    error = RetrievalEncodingError(f"{source} query encoding failed: {exc.message}", source=source)
+    error.__cause__ = exc
+    return error
 
 
 def _single(lists: Mapping[str, Sequence[Candidate]]) -> list[Fused]:

@@ -3,6 +3,8 @@
 * ``ragindex_http_request_duration_seconds{route,method,status}``: latency histogram by route template.
 * ``ragindex_ingest_chunks_embedded_total``, ``ragindex_ingest_documents_total{outcome}``,
   ``ragindex_jobs_total{status}``: ingest throughput.
+* ``ragindex_search_degraded_total{source}``: searches that answered without a failed source
+  (``on_source_error="degrade"``), by the source left out.
 * ``ragindex_chunks{kind,status}``: ACTIVE chunks per vector kind and status, read from the
   truth store on every scrape; ``ragindex_jobs_queued`` and ``ragindex_job_running``.
 * The reconciler, read from the truth store on every scrape, so they count the passes of every process
@@ -144,6 +146,14 @@ class Metrics:
             "ragindex_ingest_documents", "Documents ingested, by outcome", ["outcome"], registry=self.registry
         )
         self.jobs = Counter("ragindex_jobs", "Finished jobs by status", ["status"], registry=self.registry)
+        self.degraded = Counter(
+            "ragindex_search_degraded",
+            "Searches answered without a source that failed (on_source_error=degrade), by that source",
+            ["source"],
+            registry=self.registry,
+        )
+        for kind in kinds:  # a series per source from the start, so that rate() and alerts see 0, not nothing
+            self.degraded.labels(kind)
         self.registry.register(_StoreCollector(store, kinds, jobs))
         if reconcile is not None:
             self.registry.register(_ReconcileCollector(reconcile, reconcile_passes))
@@ -151,6 +161,11 @@ class Metrics:
     def observe(self, route: str, method: str, status: int, started: float) -> None:
         """Record one request."""
         self.latency.labels(route, method, str(status)).observe(time.perf_counter() - started)
+
+    def search_done(self, degraded: Mapping[str, str]) -> None:
+        """Count the sources a search left out because they failed."""
+        for source in degraded:
+            self.degraded.labels(source).inc()
 
     def job_done(self, job: JobRow, report: IngestReport | None) -> None:
         """Count a finished job and what its ingest did."""

@@ -37,6 +37,18 @@ class SearchRequest(_Body):
     group_by: Literal["none", "section", "document"] | None = Field(
         None, description="Merge hits of one section or document (others under `merged`). Default: RAGINDEX_GROUP_BY."
     )
+    sources: list[Literal["dense", "bm25", "sparse"]] | None = Field(
+        None,
+        min_length=1,
+        description="Search only these sources (within RAGINDEX_RECALL_ENABLED_SOURCES); hybrid fuses them. "
+        "Default: every enabled source.",
+    )
+    on_source_error: Literal["fail", "degrade"] | None = Field(
+        None,
+        description="A failing source (encoder unreachable, index query failed): `fail` answers its error; "
+        "`degrade` answers from the other sources and names it in `degraded`. "
+        "Default: RAGINDEX_RECALL_ON_SOURCE_ERROR.",
+    )
 
 
 class ChunkPatch(_Body):

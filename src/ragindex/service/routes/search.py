@@ -1,4 +1,8 @@
-"""``POST /v1/search``: the answer is exactly ``SearchResult.to_dict()`` (``ragindex search --json``)."""
+"""``POST /v1/search``: the answer is exactly ``SearchResult.to_dict()`` (``ragindex search --json``).
+
+A search that left out a failed source (``on_source_error="degrade"``) names it under ``degraded`` and is counted
+in ``ragindex_search_degraded_total{source}``.
+"""
 
 from __future__ import annotations
 
@@ -33,6 +37,9 @@ def search(body: SearchRequest, state: StateDep, caller: CallerDep) -> dict[str,
         expand=body.expand,
         context_chars=body.context_chars,
         group_by=body.group_by,
+        sources=body.sources,
+        on_source_error=body.on_source_error,
         **options,
     )
+    state.metrics.search_done(result.degraded)
     return result.to_dict()
