@@ -84,15 +84,19 @@ def build_dense_encoder(settings: Settings, model: str | None = None) -> DenseEn
     ``dense_provider=openai`` gives the OpenAI-compatible HTTP client for ``model`` (default
     ``RAGINDEX_DENSE_MODEL``) at ``RAGINDEX_DENSE_URL``; ``local`` the sentence-transformers model behind a
     :class:`~ragindex.encoders.dense.routed.RoutedDenseEncoder`: the query-vector LRU, and the model's ONNX
-    export for queries and small ingests unless ``RAGINDEX_LIGHT_ENCODER=off``.
+    export for queries and small ingests unless ``RAGINDEX_LIGHT_ENCODER=off``. Every runtime (HTTP, torch,
+    ONNX) is wrapped in a :class:`~ragindex.encoders.checked.CheckedDenseEncoder`, below both caches. The
+    prompts (``RAGINDEX_DENSE_QUERY_PROMPT`` / ``_DOCUMENT_PROMPT``) apply to ``model``, whichever it is.
     """
+    from ragindex.encoders.checked import CheckedDenseEncoder
+
     dense = settings.dense
     if dense.dense_provider == "openai":
         from ragindex.encoders.dense.openai_http import OpenAIHttpDenseEncoder
 
         if not dense.dense_url:
             raise ConfigurationError("dense_provider=openai needs RAGINDEX_DENSE_URL (the embeddings API base URL)")
-        return OpenAIHttpDenseEncoder(
+        remote = OpenAIHttpDenseEncoder(
             dense.dense_url,
             model or dense.dense_model,
             api_key=dense.dense_api_key.get_secret_value() if dense.dense_api_key else None,
@@ -102,7 +106,10 @@ def build_dense_encoder(settings: Settings, model: str | None = None) -> DenseEn
             timeout=dense.dense_timeout,
             max_retries=dense.dense_max_retries,
             languages=dense.dense_scripts,
+            query_prompt=dense.dense_query_prompt,
+            document_prompt=dense.dense_document_prompt,
         )
+        return CheckedDenseEncoder(remote)
     from ragindex.encoders.dense.routed import RoutedDenseEncoder
     from ragindex.encoders.dense.sentence_transformers import SentenceTransformerDenseEncoder
 
@@ -115,43 +122,55 @@ def build_dense_encoder(settings: Settings, model: str | None = None) -> DenseEn
         offline=runtime.hf_offline,
         threads=runtime.torch_threads,
         languages=dense.dense_scripts,
+        query_prompt=dense.dense_query_prompt,
+        document_prompt=dense.dense_document_prompt,
     )
     light = None
     if dense.light_encoder == "auto" and dense.dense_device == "cpu":  # built on first use
         light = functools.partial(build_light_dense_encoder, settings, heavy)
-    return RoutedDenseEncoder(heavy, light, max_batch=dense.light_encoder_max_batch, query_cache=dense.query_cache_size)
+    return RoutedDenseEncoder(
+        CheckedDenseEncoder(heavy), light, max_batch=dense.light_encoder_max_batch, query_cache=dense.query_cache_size
+    )
 
 
 def build_light_dense_encoder(settings: Settings, heavy: SentenceTransformerDenseEncoder) -> DenseEncoder | None:
-    """The ONNX Runtime encoder of ``heavy``'s model (exported into the ONNX cache on first use), or None.
+    """The ONNX Runtime encoder of ``heavy``'s model and prompts (exported on first use), checked; or None.
 
     Raises:
         ConfigurationError: The export or the load failed (the caller falls back to torch with a warning).
     """
     from ragindex.chunking.tokens import resolve_model_dir
+    from ragindex.encoders.checked import CheckedDenseEncoder
     from ragindex.encoders.dense.onnx import prepare_onnx_encoder
 
-    return prepare_onnx_encoder(
+    light = prepare_onnx_encoder(
         resolve_model_dir(heavy.source),
         fingerprint=heavy.fingerprint,
         languages=heavy.languages,
+        prompts=heavy.prompts,
+        model_fingerprint=heavy.model_fingerprint,
         cache_dir=settings.dense.onnx_cache_dir,
         batch_size=settings.dense.embed_batch_size,
         threads=settings.runtime.torch_threads,
     )
+    return CheckedDenseEncoder(light) if light is not None else None
 
 
 def build_sparse_encoders(settings: Settings) -> dict[str, SparseEncoder]:
-    """Sparse sources by vector name: ``bm25`` when enabled."""
+    """Sparse sources by vector name: ``bm25`` when enabled, ``sparse`` with a provider; each output checked."""
+    from ragindex.encoders.checked import CheckedSparseEncoder
+
     encoders: dict[str, SparseEncoder] = {}
     bm25 = settings.bm25
     if bm25.bm25_enabled:
         from ragindex.encoders.sparse.bm25 import Bm25SparseEncoder
 
-        encoders[VectorKind.BM25] = Bm25SparseEncoder(avg_len=bm25.bm25_avg_len, k1=bm25.bm25_k1, b=bm25.bm25_b)
+        encoders[VectorKind.BM25] = CheckedSparseEncoder(
+            Bm25SparseEncoder(avg_len=bm25.bm25_avg_len, k1=bm25.bm25_k1, b=bm25.bm25_b)
+        )
     provider = build_sparse_provider(settings)
     if provider is not None:
-        encoders[VectorKind.SPARSE] = provider
+        encoders[VectorKind.SPARSE] = CheckedSparseEncoder(provider)
     return encoders
 
 

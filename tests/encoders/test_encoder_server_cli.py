@@ -26,7 +26,13 @@ def free_port() -> int:
 
 def test_encoder_server_command_serves_the_local_model(tmp_path, local_dense):
     port = free_port()
-    env = {**os.environ, "RAGINDEX_DATA_DIR": str(tmp_path), "RAGINDEX_ENCODER_SERVER_API_KEY": "from-env-key"}
+    env = {
+        **os.environ,
+        "RAGINDEX_DATA_DIR": str(tmp_path),
+        "RAGINDEX_ENCODER_SERVER_API_KEY": "from-env-key",
+        # the clients add the prompts: the server embeds texts as sent, whatever the prompt settings say
+        "RAGINDEX_DENSE_DOCUMENT_PROMPT": "passage: ",
+    }
     command = [sys.executable, "-c", "from ragindex.cli import main; main()", "encoder-server", "--port", str(port)]
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
@@ -56,4 +62,5 @@ def test_encoder_server_command_serves_the_local_model(tmp_path, local_dense):
             _, stderr = process.communicate()
     assert process.returncode == 0, stderr
     assert f"encoder server on http://127.0.0.1:{port}" in stderr
+    assert "st:sentence-transformers/all-MiniLM-L6-v2 (384d)" in stderr and "|prompts=" not in stderr
     assert "from-env-key" not in stderr

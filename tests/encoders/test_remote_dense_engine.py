@@ -6,6 +6,7 @@ import pytest
 
 from ragindex import factory
 from ragindex.config.settings import Settings
+from ragindex.encoders.checked import CheckedDenseEncoder
 from ragindex.encoders.dense.openai_http import OpenAIHttpDenseEncoder
 from ragindex.engine import Engine
 
@@ -24,7 +25,7 @@ def test_engine_ingests_and_searches_through_the_encoder_server(encoder_server, 
     before = len(encoder_server.requests)
     with Engine(settings) as engine:
         dense = engine.dense
-        assert isinstance(dense, OpenAIHttpDenseEncoder)
+        assert isinstance(dense, CheckedDenseEncoder) and isinstance(dense.inner, OpenAIHttpDenseEncoder)
         try:
             report = engine.ingest([tmp_files])
             assert not report.failures
@@ -57,7 +58,7 @@ def test_factory_builds_the_configured_providers(tmp_path):
     dense = factory.build_dense_encoder(settings)
     sparse = factory.build_sparse_provider(settings)
     try:
-        assert isinstance(dense, OpenAIHttpDenseEncoder)
+        assert isinstance(dense, CheckedDenseEncoder) and isinstance(dense.inner, OpenAIHttpDenseEncoder)
         assert dense.fingerprint == "openai:text-embedding-3-large@256"
         assert dense.url == "http://127.0.0.1:9/v1/embeddings"
         assert sparse is not None and sparse.name.startswith("remote_bge_m3:")

@@ -18,6 +18,7 @@ import pytest
 from ragindex import factory
 from ragindex.config.settings import Settings
 from ragindex.encoders.cached import CachedDenseEncoder
+from ragindex.encoders.checked import CheckedDenseEncoder
 from ragindex.encoders.dense.onnx import OnnxDenseEncoder
 from ragindex.encoders.dense.routed import QueryVectorCache, RoutedDenseEncoder
 from ragindex.encoders.dense.sentence_transformers import SentenceTransformerDenseEncoder
@@ -54,8 +55,8 @@ def onnx(onnx_cache_dir: Path) -> OnnxDenseEncoder:
     light = factory.build_dense_encoder(Settings(onnx_cache_dir=onnx_cache_dir))
     assert isinstance(light, RoutedDenseEncoder)
     encoder = light.light()
-    assert isinstance(encoder, OnnxDenseEncoder)
-    return encoder
+    assert isinstance(encoder, CheckedDenseEncoder) and isinstance(encoder.inner, OnnxDenseEncoder)
+    return encoder.inner
 
 
 def test_onnx_vectors_match_torch_float32(torch_fp32: SentenceTransformerDenseEncoder, onnx: OnnxDenseEncoder) -> None:
@@ -173,4 +174,4 @@ def test_small_ingests_use_the_light_encoder_and_its_cache_key() -> None:
 def test_light_encoder_off_keeps_torch_for_everything() -> None:
     off = factory.build_dense_encoder(Settings(light_encoder="off"))
     assert isinstance(off, RoutedDenseEncoder) and off.light() is None
-    assert isinstance(off.heavy, SentenceTransformerDenseEncoder)
+    assert isinstance(off.heavy, CheckedDenseEncoder) and isinstance(off.heavy.inner, SentenceTransformerDenseEncoder)

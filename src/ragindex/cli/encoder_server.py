@@ -39,6 +39,7 @@ def encoder_server(
     Routes: POST /encode (bge-m3 server contract), POST /v1/embeddings (OpenAI-compatible),
     GET /v1/models, GET /healthz. Other processes use it with RAGINDEX_DENSE_PROVIDER=openai and
     RAGINDEX_DENSE_URL=http://HOST:PORT, or RAGINDEX_SPARSE_PROVIDER=bge_m3_http / remote_bge_m3.
+    Texts are embedded as sent, without prompts: the clients add the query and document prompts.
     """
 
     def body() -> None:
@@ -51,7 +52,9 @@ def encoder_server(
         except ImportError as exc:
             raise ConfigurationError("the encoder server needs: pip install 'ragindex[service]'") from exc
         settings = load_settings()
-        dense = factory.build_dense_encoder(settings.model_copy(update={"dense_provider": "local"}))
+        # texts are embedded as sent: the clients put the query / document prompts in front themselves
+        served = {"dense_provider": "local", "dense_query_prompt": "", "dense_document_prompt": ""}
+        dense = factory.build_dense_encoder(settings.model_copy(update=served))
         sparse = factory.build_sparse_provider(settings) if settings.sparse_provider == "bge_m3" else None
         key = api_key or (
             settings.encoder_server_api_key.get_secret_value() if settings.encoder_server_api_key else None

@@ -32,7 +32,12 @@ def prepare(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")]
                 "nothing to prepare: the light encoder needs RAGINDEX_DENSE_PROVIDER=local and "
                 "RAGINDEX_LIGHT_ENCODER=auto"
             )
-        heavy = SentenceTransformerDenseEncoder(dense.dense_model, offline=settings.runtime.hf_offline)
+        heavy = SentenceTransformerDenseEncoder(
+            dense.dense_model,
+            offline=settings.runtime.hf_offline,
+            query_prompt=dense.dense_query_prompt,
+            document_prompt=dense.dense_document_prompt,
+        )
         light = factory.build_light_dense_encoder(settings, heavy)
         path = getattr(light, "model_file", None)
         payload = {"model": dense.dense_model, "onnx": str(path) if path else None}

@@ -213,6 +213,18 @@ class DenseSettings(SettingsSection):
         "`all-*`, every script otherwise), `all`, or a list of scripts / ISO 639-1 codes (`latin,cyrillic`, `en,zh`). "
         "Hybrid skips dense for a query in another script.",
     )
+    dense_query_prompt: str | None = Field(
+        None,
+        description="Text put in front of every query the dense model encodes (asymmetric models: e5 `query: `, BGE "
+        "v1.5 an instruction). Unset: the model's own prompts (`config_sentence_transformers.json`), else its "
+        "family's default (e5, multilingual-e5, bge-*-en/zh, nomic), else none; empty: none. Part of the dense "
+        "fingerprint: changing it needs a reindex.",
+    )
+    dense_document_prompt: str | None = Field(
+        None,
+        description="Text put in front of every chunk the dense model encodes (e5: `passage: `; resolved like "
+        "`RAGINDEX_DENSE_QUERY_PROMPT`). Part of the dense fingerprint.",
+    )
     light_encoder: Literal["auto", "off"] = Field(
         "auto",
         description="`auto`: queries and small ingests (up to `RAGINDEX_LIGHT_ENCODER_MAX_BATCH` chunks) are "
@@ -231,7 +243,8 @@ class DenseSettings(SettingsSection):
     query_cache_size: int = Field(
         1024,
         ge=0,
-        description="Query vectors of the local dense model kept per process (LRU by model and text); 0: none.",
+        description="Query vectors of the local dense model kept per process (LRU by model, prompts and text); "
+        "0: none.",
     )
 
     @field_validator("dense_languages")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Hashable
+from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -33,3 +34,16 @@ def load_once(key: Hashable, build: Callable[[], T]) -> T:
             _LOADED[key] = build()
         loaded: T = _LOADED[key]
     return loaded
+
+
+def local_model_dir(source: str) -> Path | None:
+    """The local directory of a model given by path or Hugging Face name (from the local cache only), or None."""
+    path = Path(source).expanduser()
+    if path.is_dir():
+        return path
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(repo_id=source, local_files_only=True))
+    except Exception:  # not cached, not a valid repo id, or huggingface_hub missing: all mean "not local"
+        return None

@@ -113,8 +113,9 @@ class CollectionCatalog:
         if meta.dense_fingerprint != fingerprint:
             raise FingerprintMismatchError(
                 f"collection {meta.collection!r} was built with {meta.dense_fingerprint!r} but the configured dense "
-                f"model is {fingerprint!r}. Set RAGINDEX_DENSE_MODEL back, or build a new collection with "
-                "`ragindex reindex --into NAME` (searches keep using the old one until it is complete).",
+                f"model is {fingerprint!r}. {_what_changed(meta.dense_fingerprint, fingerprint)}, or build a new "
+                "collection with `ragindex reindex --into NAME` (searches keep using the old one until it is "
+                "complete).",
                 collection=meta.collection,
             )
         bm25 = self.sparse.get(VectorKind.BM25)
@@ -126,3 +127,13 @@ class CollectionCatalog:
                 collection=meta.collection,
             )
         self._check_sparse_meta(meta)
+
+
+def _what_changed(recorded: str, configured: str) -> str:
+    """The fix for a dense fingerprint mismatch: the model, or (same model) its query / document prompts."""
+    if recorded.split("|prompts=")[0] == configured.split("|prompts=")[0]:
+        return (
+            "The model is the same but its query / document prompts differ: set RAGINDEX_DENSE_QUERY_PROMPT and "
+            "RAGINDEX_DENSE_DOCUMENT_PROMPT back to those the collection was built with"
+        )
+    return "Set RAGINDEX_DENSE_MODEL back"

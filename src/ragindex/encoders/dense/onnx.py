@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ragindex.encoders.dense.onnx_export import OnnxLayout
+from ragindex.encoders.prompts import NO_PROMPTS, Prompts
 from ragindex.errors import ConfigurationError, EncodingError
 from ragindex.language import Script
 
@@ -29,8 +30,9 @@ class OnnxDenseEncoder:
     Args:
         layout: The model directory's tokenizer and pooling facts (:func:`~.onnx_export.read_layout`).
         model_file: The exported graph (:func:`~.onnx_export.export_onnx`).
-        fingerprint: The torch encoder's fingerprint: the vector space is the same.
+        fingerprint: The torch encoder's fingerprint (prompts included): the vector space is the same.
         languages: Scripts the model covers (the torch encoder's).
+        prompts: The torch encoder's query and document prompts, put in front of the texts here.
         batch_size: Texts per ONNX Runtime call.
         threads: Intra-op threads, or None for ONNX Runtime's default (one per physical core).
     """
@@ -42,10 +44,12 @@ class OnnxDenseEncoder:
         *,
         fingerprint: str,
         languages: Iterable[Script],
+        prompts: Prompts = NO_PROMPTS,
         batch_size: int = 64,
         threads: int | None = None,
     ) -> None:
         self.layout = layout
+        self.prompts = prompts
         self.model_file = model_file
         self._fingerprint = fingerprint
         self._languages = frozenset(languages)
@@ -135,12 +139,12 @@ class OnnxDenseEncoder:
         return out
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Chunk vectors."""
-        return self._encode(texts)
+        """Chunk vectors (the document prompt in front of each text)."""
+        return self._encode(self.prompts.documents(texts))
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """Query vectors (the model has no query prompt, or it would not be exported)."""
-        return self._encode(texts)
+        """Query vectors (the query prompt in front of each text)."""
+        return self._encode(self.prompts.queries(texts))
 
 
 def prepare_onnx_encoder(
@@ -148,11 +152,16 @@ def prepare_onnx_encoder(
     *,
     fingerprint: str,
     languages: Iterable[Script],
+    prompts: Prompts = NO_PROMPTS,
+    model_fingerprint: str | None = None,
     cache_dir: Path | None = None,
     batch_size: int = 64,
     threads: int | None = None,
 ) -> OnnxDenseEncoder | None:
     """The light encoder of a local model, exported first if its cache has no copy; None if unsupported.
+
+    ``fingerprint`` (prompts included) is the encoder's; the export is the model's alone, kept under
+    ``model_fingerprint`` (default ``fingerprint``), so changing the prompts does not export the model again.
 
     Unsupported (None, logged at info): no local directory, or a pipeline the export does not reproduce
     (see :func:`~.onnx_export.read_layout`).
@@ -166,11 +175,17 @@ def prepare_onnx_encoder(
     if layout is None:
         log.info("the dense model %s has no ONNX equivalent here; torch encodes every text", fingerprint)
         return None
-    target = onnx_model_path(fingerprint, layout.model_dir, cache_dir)
+    target = onnx_model_path(model_fingerprint or fingerprint, layout.model_dir, cache_dir)
     if not target.is_file():
         export_onnx(layout, target)
     encoder = OnnxDenseEncoder(
-        layout, target, fingerprint=fingerprint, languages=languages, batch_size=batch_size, threads=threads
+        layout,
+        target,
+        fingerprint=fingerprint,
+        languages=languages,
+        prompts=prompts,
+        batch_size=batch_size,
+        threads=threads,
     )
     encoder.load()
     return encoder

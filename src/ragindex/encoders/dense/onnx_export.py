@@ -70,8 +70,10 @@ def read_layout(model_dir: Path) -> OnnxLayout | None:
     """The layout of ``model_dir`` if the light encoder reproduces its pipeline exactly, else None.
 
     Supported: a Hugging Face transformer, mean pooling, then optional normalisation (``all-MiniLM-L6-v2`` and
-    most sentence-transformers models), with a fast tokenizer and no prompts. Anything else (CLS or max
-    pooling, a Dense layer, query prompts) keeps torch for every text.
+    most sentence-transformers models, e5 among them), with a fast tokenizer. Prompts are text the encoder puts
+    in front (:class:`~ragindex.encoders.prompts.Prompts`), so a model with prompts is supported, unless its
+    pooling leaves the prompt's tokens out (``include_prompt: false``). Anything else (CLS or max pooling, a
+    Dense layer) keeps torch for every text.
     """
     modules = _json(model_dir / "modules.json")
     if not isinstance(modules, list) or not (model_dir / "tokenizer.json").is_file():
@@ -85,8 +87,7 @@ def read_layout(model_dir: Path) -> OnnxLayout | None:
     modes = {k for k, v in pooling.items() if k.startswith("pooling_mode") and v}
     if modes != {"pooling_mode_mean_tokens"}:
         return None
-    st_config = _json(model_dir / "config_sentence_transformers.json") or {}
-    if any(st_config.get("prompts", {}).values()) if isinstance(st_config, dict) else False:
+    if pooling.get("include_prompt") is False:  # the mean leaves the prompt's tokens out: not in the graph
         return None
     bert = _json(model_dir / "sentence_bert_config.json") or {}
     hf = _json(model_dir / "config.json") or {}

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ragindex.encoders._http import HttpEncoder, RetryingJsonClient, float_matrix
+from ragindex.encoders.prompts import Prompts, resolve_prompts
 from ragindex.errors import ConfigurationError, EncodingError
 from ragindex.language import Script, model_scripts
 
@@ -56,8 +57,17 @@ class OpenAIHttpDenseEncoder(HttpEncoder):
         backoff: Linear backoff step in seconds.
         languages: Scripts the model covers; None guesses them from the model name
             (:func:`ragindex.language.model_scripts`: every script unless the name is a known English-only one).
+        query_prompt: Text put in front of every query before it is sent (``""``: none); None takes the
+            default of the model's family (:func:`ragindex.encoders.prompts.resolve_prompts`; the model's own
+            config is not visible through the API).
+        document_prompt: Text put in front of every document chunk, resolved the same way.
 
-    Fingerprint: ``openai:<model>``, plus ``@<dimensions>`` when ``dimensions`` is sent. The vector
+    Prompts are applied here, on the client: the OpenAI API has no query/document distinction, and a server
+    that added its own prompt would add it to both sides. A server must therefore embed the texts as sent
+    (``ragindex encoder-server`` does).
+
+    Fingerprint: ``openai:<model>``, plus ``@<dimensions>`` when ``dimensions`` is sent, plus
+    ``|prompts=<hash>`` when the model has prompts. The vector
     space is a property of the model, not of the host serving it: moving the same model from OpenAI
     to a self-hosted vLLM, or from a staging to a production URL, must not force a reindex. A request
     ``dimensions`` does change the space (a truncated Matryoshka vector), so it is part of it; the
@@ -78,6 +88,8 @@ class OpenAIHttpDenseEncoder(HttpEncoder):
         max_retries: int = 3,
         backoff: float = 0.5,
         languages: Iterable[Script] | None = None,
+        query_prompt: str | None = None,
+        document_prompt: str | None = None,
     ) -> None:
         if batch_size < 1:
             raise ConfigurationError(f"batch_size must be >= 1, got {batch_size}")
@@ -85,6 +97,7 @@ class OpenAIHttpDenseEncoder(HttpEncoder):
             raise ConfigurationError("send_dimensions needs dimensions (RAGINDEX_DENSE_DIMENSIONS)")
         self.url = embeddings_url(base_url)
         self.model = model
+        self.prompts: Prompts = resolve_prompts(model, query=query_prompt, document=document_prompt)
         self._languages = frozenset(languages) if languages is not None else model_scripts(model)
         self.expected_dimension = dimensions
         self.send_dimensions = send_dimensions
@@ -101,9 +114,9 @@ class OpenAIHttpDenseEncoder(HttpEncoder):
 
     @property
     def fingerprint(self) -> str:
-        """``openai:<model>`` (``@<dimensions>`` appended when the request shortens the vectors)."""
+        """``openai:<model>`` (``@<dimensions>`` when the request shortens the vectors; then the prompts' hash)."""
         suffix = f"@{self.expected_dimension}" if self.send_dimensions else ""
-        return f"openai:{self.model}{suffix}"
+        return f"openai:{self.model}{suffix}{self.prompts.fingerprint_suffix}"
 
     @property
     def cache_key(self) -> str:
@@ -124,12 +137,12 @@ class OpenAIHttpDenseEncoder(HttpEncoder):
         return self._dimension
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Chunk vectors, shape (n, dimension), float32, unit length."""
-        return self._encode(texts)
+        """Chunk vectors, shape (n, dimension), float32, unit length (the document prompt sent in front)."""
+        return self._encode(self.prompts.documents(texts))
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """Query vectors (the OpenAI API has no query/document distinction)."""
-        return self._encode(texts)
+        """Query vectors (the query prompt sent in front: the OpenAI API has no query/document distinction)."""
+        return self._encode(self.prompts.queries(texts))
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 class QueryVectorCache:
     """A thread-safe LRU of query vectors keyed by (model fingerprint, text); ``size`` 0 keeps nothing.
 
+    The fingerprint includes the model's query and document prompts, so a key names the text the model read.
+
     Attributes:
         hits: Lookups answered from the cache.
         misses: Lookups that had to be encoded.

@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from ragindex.encoders._hf import load_once, quiet_hub
+from ragindex.encoders._hf import load_once, local_model_dir, quiet_hub
 from ragindex.encoders.precision import resolve_precision
+from ragindex.encoders.prompts import Prompts, resolve_prompts
 from ragindex.errors import ConfigurationError, EncodingError
 from ragindex.language import Script, model_scripts
 
@@ -45,6 +46,11 @@ class SentenceTransformerDenseEncoder:
         threads: torch intra-op threads, or None for torch's default.
         languages: Scripts the model covers; None guesses them from the model name
             (:func:`ragindex.language.model_scripts`: Latin for the default ``all-MiniLM-L6-v2``).
+        query_prompt: Text prepended to every query (``""``: none); None resolves it
+            (:func:`ragindex.encoders.prompts.resolve_prompts`: the model's own config, else its family's default).
+        document_prompt: Text prepended to every document chunk, resolved the same way.
+
+    The prompts are part of :attr:`fingerprint` (a model without any keeps ``st:<model name>``).
     """
 
     def __init__(
@@ -57,6 +63,8 @@ class SentenceTransformerDenseEncoder:
         offline: bool = True,
         threads: int | None = None,
         languages: Iterable[Script] | None = None,
+        query_prompt: str | None = None,
+        document_prompt: str | None = None,
     ) -> None:
         self.model_name = model
         self._languages = frozenset(languages) if languages is not None else model_scripts(model)
@@ -66,13 +74,29 @@ class SentenceTransformerDenseEncoder:
         self.batch_size = batch_size
         self.offline = offline
         self.threads = threads
+        self._explicit_prompts = (query_prompt, document_prompt)
+        self._prompts: Prompts | None = None
         self._model: Any = None
 
     @property
-    def fingerprint(self) -> str:
-        """``st:<model name>`` (the shipped copy and its hub name are one space)."""
+    def prompts(self) -> Prompts:
+        """The query and document prompts (resolved on first use from a JSON file at most; no model load)."""
+        if self._prompts is None:
+            query, document = self._explicit_prompts
+            model_dir = local_model_dir(self.source) if None in self._explicit_prompts else None
+            self._prompts = resolve_prompts(self.model_name, query=query, document=document, model_dir=model_dir)
+        return self._prompts
+
+    @property
+    def model_fingerprint(self) -> str:
+        """``st:<model name>``: the model alone, without its prompts (the shipped copy and its hub name are one)."""
         name = "sentence-transformers/all-MiniLM-L6-v2" if self.model_name in SHIPPED_MODEL_NAMES else self.model_name
         return f"st:{name}"
+
+    @property
+    def fingerprint(self) -> str:
+        """``st:<model name>``, plus ``|prompts=<hash>`` when the model has query or document prompts."""
+        return self.model_fingerprint + self.prompts.fingerprint_suffix
 
     @property
     def cache_key(self) -> str:
@@ -152,8 +176,11 @@ class SentenceTransformerDenseEncoder:
         encode = model.encode_query if query and hasattr(model, "encode_query") else model.encode
         if not query and hasattr(model, "encode_document"):
             encode = model.encode_document
+        # always explicit, "" included: sentence-transformers would otherwise pick prompts of its own
+        prompt = self.prompts.query if query else self.prompts.document
         return encode(
             list(texts),
+            prompt=prompt,
             batch_size=self.batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,
