@@ -345,6 +345,8 @@ class Engine(Maintenance, Closing):
             candidates=candidates or self.settings.candidates_per_source,
             rerank=self.settings.rerank_enabled if rerank is None else rerank,
         )
+        if request.rerank:  # before any search work: a missing model is the caller's 422, not a late 500
+            self.reranker.ensure_available()
         shape = validate_shape(
             expand=self.settings.expand if expand is None else expand,
             context_chars=self.settings.context_chars if context_chars is None else context_chars,

@@ -92,6 +92,23 @@ class ConfigurationError(RagindexError, exit_code=3, http_status=500):
     """The deployment is misconfigured (missing extra, unknown backend, invalid setting)."""
 
 
+class MissingExtraError(ConfigurationError, ImportError):
+    """An optional dependency is not installed; the message names ``pip install 'ragindex[<extra>]'``.
+
+    Also an :class:`ImportError`, so code that probes for an optional module (``except ImportError``) keeps working.
+
+    Args:
+        message: What needs the extra and the pip command.
+        extra: The extra that provides the missing module.
+        module: The module that could not be imported.
+    """
+
+    def __init__(self, message: str, *, extra: str, module: str) -> None:
+        super().__init__(message, extra=extra, module=module)
+        self.extra = extra
+        self.name = module  # ImportError's attribute: the module that is missing
+
+
 class IndexLockedError(ConfigurationError, exit_code=4, http_status=503):
     """The embedded index is owned by another process (one owner per shard directory)."""
 
@@ -138,6 +155,14 @@ class RetrievalError(RagindexError):
 
 class RetrievalConfigurationError(RetrievalError, ConfigurationError):
     """Retrieval is misconfigured (disabled source, missing encoder, wrong model)."""
+
+
+class RerankerUnavailableError(RetrievalConfigurationError, http_status=422):
+    """A search asked for rerank and no reranker model can be loaded (``RAGINDEX_RERANK_MODEL``).
+
+    422, not 500: the request asked for something this deployment does not offer; the same search
+    without rerank works.
+    """
 
 
 class RetrievalBackendError(RetrievalError, BackendError):

@@ -9,7 +9,6 @@ import typer
 
 from ragindex.cli.app import app, err, guarded, load_settings, say
 from ragindex.cli.signals import stops
-from ragindex.errors import ConfigurationError
 
 
 def _is_loopback(host: str) -> bool:
@@ -43,13 +42,13 @@ def encoder_server(
 
     def body() -> None:
         from ragindex import factory
+        from ragindex._optional import require
 
-        try:
-            import uvicorn
+        require("service", "the encoder server", "fastapi", "uvicorn")
+        import uvicorn
 
-            from ragindex.encoders.server import create_encoder_app
-        except ImportError as exc:
-            raise ConfigurationError("the encoder server needs: pip install 'ragindex[service]'") from exc
+        from ragindex.encoders.server import create_encoder_app
+
         settings = load_settings()
         dense = factory.build_dense_encoder(settings.model_copy(update={"dense_provider": "local"}))
         sparse = factory.build_sparse_provider(settings) if settings.sparse_provider == "bge_m3" else None
