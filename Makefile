@@ -8,7 +8,7 @@ DEMO_DIR ?= .ragindex-demo
 QUERY ?= which moon is the largest
 SCAN_QUERY ?= how much paraffin did the lighthouse burn in the fog
 
-.PHONY: install run test test-fast lint typecheck pytest bench clean services
+.PHONY: install run test test-fast lint typecheck pytest bench clean services wheel-smoke
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +18,7 @@ $(BIN)/python:
 $(STAMP): pyproject.toml scripts/system-packages.sh | $(BIN)/python
 	bash scripts/system-packages.sh
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev,server,mysql,postgres,service,eval,mcp,langchain,llamaindex]'
+	$(BIN)/pip install -q -e '.[dev,parsing,server,mysql,postgres,service,workers,eval,mcp,langchain,llamaindex]'
 	# the light query encoder: export the dense model to ONNX now, not on the first search (a failure only warns)
 	$(BIN)/ragindex models prepare || echo "ragindex models prepare failed: searches will load torch"
 	touch $(STAMP)
@@ -56,6 +56,10 @@ bench: install
 
 services:
 	bash .ci/services.sh
+
+# build the wheel, install it with no extra into a fresh venv, ingest and search a sample (see scripts/wheel-smoke.sh)
+wheel-smoke:
+	bash scripts/wheel-smoke.sh
 
 clean:
 	rm -rf $(DEMO_DIR) .pytest_cache .mypy_cache .ruff_cache

@@ -360,6 +360,8 @@ class Engine(Maintenance, Closing):
                 self.settings.recall_on_source_error if on_source_error is None else on_source_error
             ),
         )
+        if request.rerank:  # before any search work: a missing model is the caller's 422, not a late 500
+            self.reranker.ensure_available()
         shape = validate_shape(
             expand=self.settings.expand if expand is None else expand,
             context_chars=self.settings.context_chars if context_chars is None else context_chars,

@@ -93,10 +93,20 @@ class ConfigurationError(RagindexError, exit_code=3, http_status=500):
 
 
 class MissingExtraError(ConfigurationError, ImportError):
-    """An optional dependency is not installed; the message names the ``pip install 'ragindex[...]'`` that adds it.
+    """An optional dependency is not installed; the message names ``pip install 'ragindex[<extra>]'``.
 
-    Also an :class:`ImportError`, so ``except ImportError`` around an optional import catches it.
+    Also an :class:`ImportError`, so code that probes for an optional module (``except ImportError``) keeps working.
+
+    Args:
+        message: What needs the extra and the pip command.
+        extra: The extra that provides the missing module.
+        module: The module that could not be imported.
     """
+
+    def __init__(self, message: str, *, extra: str, module: str) -> None:
+        super().__init__(message, extra=extra, module=module)
+        self.extra = extra
+        self.name = module  # ImportError's attribute: the module that is missing
 
 
 class IndexLockedError(ConfigurationError, exit_code=4, http_status=503):
@@ -157,6 +167,14 @@ class RetrievalError(RagindexError):
 
 class RetrievalConfigurationError(RetrievalError, ConfigurationError):
     """Retrieval is misconfigured (disabled source, missing encoder, wrong model)."""
+
+
+class RerankerUnavailableError(RetrievalConfigurationError, http_status=422):
+    """A search asked for rerank and no reranker model can be loaded (``RAGINDEX_RERANK_MODEL``).
+
+    422, not 500: the request asked for something this deployment does not offer; the same search
+    without rerank works.
+    """
 
 
 class RetrievalBackendError(RetrievalError, BackendError):

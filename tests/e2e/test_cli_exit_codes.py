@@ -23,7 +23,9 @@ import pytest
 
 import ragindex
 from corpora import MANY_DOCS, write_files
+from ragindex.config.settings import DEFAULT_DENSE_MODEL
 from ragindex.errors import EXIT_CRASH, EXIT_PARTIAL
+from ragindex.store.migrations import MIGRATIONS
 
 pytestmark = pytest.mark.integration
 
@@ -53,7 +55,21 @@ def ragindex_cli(data: Path, *args: str, **env: str) -> subprocess.CompletedProc
 def test_version_is_the_installed_package_version(tmp_path: Path) -> None:
     result = ragindex_cli(tmp_path / "data", "--version")
     assert result.returncode == 0, result.stderr
-    assert result.stdout == f"ragindex {version('ragindex')}\n"
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"ragindex {version('ragindex')}"
+    assert lines[1] == f"schema {MIGRATIONS[-1][0]}"
+    assert lines[2] == f"dense model {DEFAULT_DENSE_MODEL}"
+    assert "torch" not in result.stderr
+
+
+def test_version_names_another_dense_model_and_survives_broken_settings(tmp_path: Path) -> None:
+    other = ragindex_cli(tmp_path / "data", "--version", RAGINDEX_DENSE_MODEL="/models/e5-small")
+    assert other.returncode == 0 and other.stdout.splitlines()[2] == "dense model /models/e5-small", other.stderr
+    broken = ragindex_cli(tmp_path / "data", "--version", RAGINDEX_DEFAULT_TOP_K="-1")
+    assert broken.returncode == 0, broken.stderr
+    assert (
+        broken.stdout.splitlines()[:1] == [f"ragindex {version('ragindex')}"] and len(broken.stdout.splitlines()) == 2
+    )
 
 
 def test_ingest_with_a_bad_file_exits_8_and_lists_it(tmp_path: Path, corpus: Path) -> None:

@@ -98,7 +98,9 @@ def test_search_answers_the_cli_json_shape(service: Service, keys: dict[str, str
     expected = service.state.engine.search("what keeps bones strong", user_id=USER, set_id=1, top_k=5).to_dict()
     assert set(body) == set(expected) == {"mode", "hits", "latency_ms"}
     assert [h["chunk_id"] for h in body["hits"]] == [h["chunk_id"] for h in expected["hits"]]
-    assert body["hits"][0] == expected["hits"][0]
+    # the same hit, except that its source is relative to the set's upload folder, not the server's path
+    assert expected["hits"][0]["source"] == str(service.state.blob_root / str(USER) / "1" / "vitamin.md")
+    assert body["hits"][0] == {**expected["hits"][0], "source": "vitamin.md"}
     assert body["hits"][0]["filename"] == "vitamin.md"
     other_doc_ids = {d["doc_id"] for d in corpus["other_docs"]}  # type: ignore[attr-defined]
     assert not other_doc_ids & {h["doc_id"] for h in body["hits"]}
@@ -252,8 +254,10 @@ def test_admin_endpoints_need_an_admin_key(service: Service, keys: dict[str, str
         assert repair.status_code == 200, repair.text
 
 
-def test_metrics_expose_latency_ingest_and_chunk_gauges(service: Service, corpus: dict[str, object]) -> None:
-    with service.client() as client:
+def test_metrics_expose_latency_ingest_and_chunk_gauges(
+    service: Service, keys: dict[str, str], corpus: dict[str, object]
+) -> None:
+    with service.client(keys["admin"]) as client:
         text = client.get("/metrics").text
     assert 'ragindex_http_request_duration_seconds_count{method="POST",route="/v1/search",status="200"}' in text
     assert 'route="/v1/chunks/{chunk_id}"' in text or "route=" in text

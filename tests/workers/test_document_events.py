@@ -171,7 +171,8 @@ def test_in_process_service_sends_one_event_per_document_and_the_reconciler_fini
         assert finished["chunks"]["indexed"] == finished["chunks"]["total"] and finished["chunks"]["failed"] == 0
         assert posted(webhook, 1) == [finished]
 
-        metrics = client.get("/metrics").text
+        admin = create_key(state.store, user_id=99, admin=True)["key"]  # /metrics needs an admin key
+        metrics = client.get("/metrics", headers={"Authorization": f"Bearer {admin}"}).text
         assert f'ragindex_reconcile_actions_total{{action="retry"}} {float(report.actions["retry"])}' in metrics
         assert 'ragindex_reconcile_actions_total{action="finish"} 1.0' in metrics
         assert "ragindex_reconcile_passes_total 2.0" in metrics

@@ -67,19 +67,22 @@ state = _State()
 
 def package_version() -> str:
     """The installed ragindex version (from the package metadata)."""
-    from importlib.metadata import PackageNotFoundError, version
+    from ragindex.about import package_version as installed
 
-    try:
-        return version("ragindex")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        from ragindex import __version__
-
-        return __version__
+    return installed()
 
 
 def _print_version(value: bool) -> None:
+    """``--version``: the package version, the schema version the code needs, the configured dense model."""
     if value:
-        typer.echo(f"ragindex {package_version()}")
+        from ragindex.about import version_lines
+
+        try:
+            settings: Settings | None = load_settings()
+        except RagindexError:  # broken settings must not hide the version
+            settings = None
+        for line in version_lines(settings):
+            typer.echo(line)
         raise typer.Exit()
 
 
@@ -93,7 +96,12 @@ def _global(
     ] = False,
     _version: Annotated[
         bool,
-        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the version, the schema version and the dense model, and exit.",
+        ),
     ] = False,
 ) -> None:
     state.data_dir = data_dir

@@ -9,7 +9,6 @@ import typer
 
 from ragindex.cli.app import app, err, guarded, load_settings, say
 from ragindex.cli.signals import stops
-from ragindex.errors import ConfigurationError
 
 
 def _is_loopback(host: str) -> bool:
@@ -44,13 +43,13 @@ def encoder_server(
 
     def body() -> None:
         from ragindex import factory
+        from ragindex._optional import require
 
-        try:
-            import uvicorn
+        require("service", "the encoder server", "fastapi", "uvicorn")
+        import uvicorn
 
-            from ragindex.encoders.server import create_encoder_app
-        except ImportError as exc:
-            raise ConfigurationError("the encoder server needs: pip install 'ragindex[service]'") from exc
+        from ragindex.encoders.server import create_encoder_app
+
         settings = load_settings()
         # texts are embedded as sent: the clients put the query / document prompts in front themselves
         served = {"dense_provider": "local", "dense_query_prompt": "", "dense_document_prompt": ""}

@@ -8,12 +8,11 @@ from typing import Annotated
 
 import typer
 
+from ragindex._optional import require
 from ragindex.cli.app import app as cli_app
 from ragindex.cli.app import guarded, load_settings, package_version, say
 from ragindex.cli.signals import stops
-from ragindex.errors import ConfigurationError, InputError
-
-MCP_EXTRA = "pip install 'ragindex[mcp]'"
+from ragindex.errors import InputError
 
 
 @cli_app.command("mcp")
@@ -51,10 +50,7 @@ def mcp_command(
     """
 
     def body() -> None:
-        try:
-            import mcp  # noqa: F401 - only to fail early, naming the extra
-        except ImportError as exc:
-            raise ConfigurationError(f"`ragindex mcp` needs its extra: {MCP_EXTRA} ({exc})") from exc
+        require("mcp", "`ragindex mcp`")
         from ragindex.mcp.runtime import McpOptions, run
 
         http = host is not None or port is not None

@@ -12,7 +12,6 @@ from rich.table import Table
 from ragindex.cli.app import app, console, emit_json, guarded, load_settings
 from ragindex.cli.render import cell, clean
 from ragindex.cli.signals import stops
-from ragindex.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from ragindex.service.store import SqlServiceStore
@@ -32,14 +31,13 @@ def serve(
     """Run the HTTP API (OpenAPI at /docs). This process owns the embedded index while it runs."""
 
     def body() -> None:
-        try:
-            import uvicorn
+        from ragindex._optional import require
 
-            from ragindex.service.app import create_app
-        except ImportError as exc:
-            raise ConfigurationError(
-                f"the HTTP service needs its extra: pip install 'ragindex[service]' ({exc})"
-            ) from exc
+        require("service", "the HTTP service (ragindex serve)", "fastapi", "uvicorn", "multipart", "prometheus_client")
+        import uvicorn
+
+        from ragindex.service.app import create_app
+
         stops.restore()  # uvicorn stops gracefully on SIGINT/SIGTERM and exits 0
         uvicorn.run(create_app(load_settings()), host=host, port=port, log_level=log_level)
 

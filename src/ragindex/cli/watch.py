@@ -17,7 +17,6 @@ import typer
 from ragindex.cli.app import app, emit_json, engine_for, guarded, load_settings, say
 from ragindex.cli.commands import AllowMassDelete, SetId, UserId, _blob_dir
 from ragindex.cli.signals import Interrupted, stops
-from ragindex.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from ragindex.engine import Engine
@@ -75,7 +74,8 @@ def watch(
         )
 
     if serve:
-        guarded(lambda: _watch_and_serve(make, printer, host=host, port=port, log_level=log_level))
+        roots = [Path(p) for p in paths if p]
+        guarded(lambda: _watch_and_serve(make, printer, host=host, port=port, log_level=log_level, roots=roots))
     else:
         guarded(lambda: _watch(make, printer))
 
@@ -98,24 +98,27 @@ def _watch(make: MakeWatcher, printer: _Printer) -> None:
                 )
 
 
-def _watch_and_serve(make: MakeWatcher, printer: _Printer, *, host: str, port: int, log_level: str) -> None:
+def _watch_and_serve(
+    make: MakeWatcher, printer: _Printer, *, host: str, port: int, log_level: str, roots: list[Path]
+) -> None:
     """The watcher on a thread, uvicorn in the main thread, one :class:`ServiceEngine` for both.
 
     The engine is built here and handed to ``create_app``, which then neither builds nor closes one: the
     service's index thread, batched query encoding and ingest lock serve the watcher too, and the index has
     one owner. uvicorn takes SIGINT/SIGTERM and shuts down; then the watcher stops and the engine is closed.
     """
-    try:
-        import uvicorn
+    from ragindex._optional import require
 
-        from ragindex.service.app import create_app
-        from ragindex.service.executor import ServiceEngine, set_torch_threads
-        from ragindex.service.settings import ServiceSettings
-    except ImportError as exc:
-        raise ConfigurationError(
-            f"watch --serve needs the service extra: pip install 'ragindex[service]' ({exc})"
-        ) from exc
+    require("service", "watch --serve", "fastapi", "uvicorn", "multipart", "prometheus_client")
+    import uvicorn
+
+    from ragindex.service.app import create_app
+    from ragindex.service.executor import ServiceEngine, set_torch_threads
+    from ragindex.service.settings import ServiceSettings
+
     service = ServiceSettings()
+    # the API shows the watched documents' sources relative to the watched paths
+    service = service.model_copy(update={"source_roots": [*service.source_roots, *roots]})
     engine = ServiceEngine(
         load_settings(), query_batch_max=service.query_batch_max, query_torch_threads=service.query_torch_threads
     )

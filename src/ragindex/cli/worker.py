@@ -66,12 +66,13 @@ def worker(
 
 
 def _load_service_settings() -> Any:
-    try:
-        from pydantic import ValidationError as PydanticValidationError
+    from pydantic import ValidationError as PydanticValidationError
 
-        from ragindex.service.settings import ServiceSettings
-    except ImportError as exc:
-        raise ConfigurationError(f"the workers need their extra: pip install 'ragindex[service]' ({exc})") from exc
+    from ragindex._optional import require
+
+    require("workers", "ragindex worker", "dramatiq", "fastapi")
+    from ragindex.service.settings import ServiceSettings
+
     try:
         return ServiceSettings()
     except PydanticValidationError as exc:

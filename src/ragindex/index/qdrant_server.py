@@ -33,6 +33,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from ragindex._optional import require
 from ragindex.closing import Closing
 from ragindex.errors import ConfigurationError, IndexBackendError, RagindexError
 from ragindex.index import _qdrant
@@ -119,12 +120,9 @@ class QdrantServerIndex(QdrantSearch, Closing):
             raise ConfigurationError(
                 "QdrantServerIndex needs exactly one of url (a Qdrant server) or path (local mode)"
             )
-        try:
-            from qdrant_client import QdrantClient
-        except ImportError as exc:
-            raise ConfigurationError(
-                "the Qdrant server backend needs qdrant-client: pip install 'ragindex[server]'"
-            ) from exc
+        require("server", "the Qdrant server backend (RAGINDEX_QDRANT_URL)", "qdrant_client")
+        from qdrant_client import QdrantClient
+
         self.url = url
         self.path = path
         self._local = path is not None

@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
 
+from ragindex._optional import missing_extra
 from ragindex.config.settings import Settings
 from ragindex.engine import Engine
-from ragindex.errors import MissingExtraError
 from ragindex.integrations._search import Searcher, hit_content, hit_metadata
 from ragindex.types import Hit
 
@@ -24,9 +24,7 @@ try:
     from langchain_core.documents import Document
     from langchain_core.retrievers import BaseRetriever
 except ImportError as exc:
-    raise MissingExtraError(
-        f"the LangChain retriever needs langchain-core: pip install 'ragindex[langchain]' ({exc})", extra="langchain"
-    ) from exc
+    raise missing_extra("langchain", "the LangChain retriever", exc) from exc
 
 __all__ = ["RagindexRetriever"]
 

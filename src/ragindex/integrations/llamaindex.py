@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragindex.errors import MissingExtraError
+from ragindex._optional import missing_extra
 from ragindex.integrations._search import TECHNICAL_KEYS, Searcher, hit_content, hit_metadata
 
 try:
@@ -19,10 +19,7 @@ try:
     from llama_index.core.retrievers import BaseRetriever
     from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 except ImportError as exc:
-    raise MissingExtraError(
-        f"the LlamaIndex retriever needs llama-index-core: pip install 'ragindex[llamaindex]' ({exc})",
-        extra="llamaindex",
-    ) from exc
+    raise missing_extra("llamaindex", "the LlamaIndex retriever", exc) from exc
 
 if TYPE_CHECKING:
     from ragindex.config.settings import Settings

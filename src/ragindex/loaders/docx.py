@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ragindex._optional import require_for_file
 from ragindex.errors import DocumentLoadError
 from ragindex.loaders._ooxml import check_package, load_error
 from ragindex.loaders.layout import LayoutBuilder
@@ -42,6 +43,7 @@ class DocxLoader:
             DocumentLoadError: The file is not a readable docx package, is encrypted, or is a zip bomb.
         """
         check_package(path, data, "docx")
+        require_for_file(path, "parsing", "reading .docx files", "docx")
         import docx
         from docx.table import Table
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ragindex._optional import require_for_file
 from ragindex.loaders._decode import normalise_newlines, refuse_binary
 from ragindex.types import Document
 
@@ -102,6 +103,7 @@ class HtmlLoader:
         Raises:
             DocumentLoadError: The bytes are binary (a known magic number or NUL bytes).
         """
+        require_for_file(path, "parsing", "reading .html files", "bs4")
         from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning, XMLParsedAsHTMLWarning
 
         refuse_binary(path, data, utf8=False)

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ragindex._optional import require_for_file
 from ragindex.errors import DocumentLoadError
 from ragindex.loaders._ooxml import check_package, load_error
 from ragindex.loaders.layout import LayoutBuilder
@@ -49,6 +50,7 @@ class PptxLoader:
             DocumentLoadError: Not a readable pptx (not a zip, truncated, damaged, encrypted) or a zip bomb.
         """
         check_package(path, data, "pptx")
+        require_for_file(path, "parsing", "reading .pptx files", "pptx")
         from pptx import Presentation
 
         builder = LayoutBuilder(str(path), self.name)

@@ -22,6 +22,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from ragindex._optional import require_for_file
 from ragindex.errors import DocumentLoadError
 from ragindex.loaders._ooxml import check_package, load_error
 from ragindex.loaders.layout import LayoutBuilder
@@ -61,6 +62,7 @@ class XlsxLoader:
             return self._read(path, data)
 
     def _read(self, path: Path, data: bytes) -> list[Document]:
+        require_for_file(path, "parsing", "reading .xlsx files", "openpyxl")
         import openpyxl
 
         builder = LayoutBuilder(str(path), self.name)

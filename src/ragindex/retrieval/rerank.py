@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ragindex.encoders._hf import load_once, quiet_hub
-from ragindex.errors import RetrievalConfigurationError, RetrievalEncodingError
+from ragindex.errors import RerankerUnavailableError, RetrievalConfigurationError, RetrievalEncodingError
 
 __all__ = ["MODEL_SETTING", "CrossEncoderReranker", "Reranker", "sigmoid"]
 
@@ -43,6 +43,10 @@ class Reranker(Protocol):
         """Load the model now (no-op once loaded), so callers can time the load apart from scoring."""
         ...
 
+    def ensure_available(self) -> None:
+        """Cheaply check that the model can be loaded (no load); :class:`RerankerUnavailableError` if not."""
+        ...
+
     def rerank(self, query: str, texts: Sequence[str]) -> list[float]:
         """One score in [0, 1] per text, in the order of ``texts``."""
         ...
@@ -51,6 +55,28 @@ class Reranker(Protocol):
 def sigmoid(logits: np.ndarray) -> np.ndarray:
     """The logistic function, computed as ``(1 + tanh(x / 2)) / 2`` so that no logit overflows."""
     return np.asarray(0.5 * (1.0 + np.tanh(0.5 * np.asarray(logits, dtype=np.float64))))
+
+
+def _unavailable(model: str, why: str) -> RerankerUnavailableError:
+    return RerankerUnavailableError(
+        f"rerank was requested but no reranker model is available: {MODEL_SETTING}={model!r} {why}. Set "
+        f"{MODEL_SETTING} to a local cross-encoder directory (or a model name in the Hugging Face cache), "
+        "or search without rerank.",
+        field="rerank",
+        setting=MODEL_SETTING,
+        model=model,
+    )
+
+
+def _in_hub_cache(name: str) -> bool:
+    """Whether the Hugging Face cache holds model ``name`` (its config.json); no network access."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(repo_id=name, filename="config.json")
+    except Exception:  # not a valid repo id (a path that does not exist, say): not in the cache
+        return False
+    return isinstance(found, str)
 
 
 def _resolve_source(name_or_path: str) -> str:
@@ -99,6 +125,19 @@ class CrossEncoderReranker:
         """Load the cross-encoder (once per process for the same source, device and max length)."""
         self._load()
 
+    def ensure_available(self) -> None:
+        """The model is a local directory, already loaded, or in the Hugging Face cache (offline), else raise.
+
+        Raises:
+            RerankerUnavailableError: It is none of these (a 422 over HTTP, exit code 3 in the CLI).
+        """
+        if self._model is not None or Path(self.source).is_dir() or not self.offline:
+            return
+        if not _in_hub_cache(self.source):
+            raise _unavailable(
+                self.model_name, "is neither a local directory nor in the Hugging Face cache (downloads are off)"
+            )
+
     def _load(self) -> Any:
         if self._model is None:
             self._model = load_once(("cross-encoder", self.source, self.device, self.max_length), self._build)
@@ -119,19 +158,15 @@ class CrossEncoderReranker:
                 self.source, device=self.device, local_files_only=self.offline, max_length=self.max_length
             )
         except Exception as exc:
-            raise RetrievalConfigurationError(
-                f"cannot load rerank model {self.model_name!r} from {self.source!r}: {exc}. Set {MODEL_SETTING} to "
-                "a local directory or to a model name present in the Hugging Face cache (downloads are off: "
-                "RAGINDEX_HF_OFFLINE=true).",
-                setting=MODEL_SETTING,
-                model=self.model_name,
+            raise _unavailable(
+                self.model_name,
+                f"cannot be loaded from {self.source!r} ({exc}; downloads are off: RAGINDEX_HF_OFFLINE)",
             ) from exc
         if model.num_labels != 1:
-            raise RetrievalConfigurationError(
-                f"rerank model {self.model_name!r} has {model.num_labels} output labels; a reranker has one "
-                f"relevance logit. Set {MODEL_SETTING} to a cross-encoder reranker (e.g. BAAI/bge-reranker-v2-m3).",
-                setting=MODEL_SETTING,
-                model=self.model_name,
+            raise _unavailable(
+                self.model_name,
+                f"has {model.num_labels} output labels; a reranker has one relevance logit "
+                "(e.g. BAAI/bge-reranker-v2-m3)",
             )
         model.eval()
         log.info("loaded rerank model %s (%s, max length %d)", self.model_name, self.device, self.max_length)

@@ -7,15 +7,22 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
-from starlette.concurrency import run_in_threadpool
+from ragindex._optional import missing_extra
+
+try:
+    from fastapi import FastAPI
+    from starlette.concurrency import run_in_threadpool
+except ImportError as exc:  # imported by a library user without the extra
+    raise missing_extra("service", "the HTTP service (ragindex.service)", exc) from exc
 
 from ragindex import factory
+from ragindex.about import package_version
 from ragindex.config.settings import Settings
 from ragindex.engine import Engine
 from ragindex.errors import RagindexError
 from ragindex.pipeline.reconcile import ReconcileLoop
 from ragindex.pipeline.sync import IngestReport
+from ragindex.service import docs
 from ragindex.service.deps import ServiceState
 from ragindex.service.errors import install_handlers
 from ragindex.service.executor import ServiceEngine, set_torch_threads
@@ -26,6 +33,7 @@ from ragindex.service.queue import EventPublisher, IngestQueue
 from ragindex.service.reconcile import start_reconciler
 from ragindex.service.routes import admin, chunks, documents, health, jobs, search
 from ragindex.service.settings import ServiceSettings
+from ragindex.service.sources import SourcePaths
 from ragindex.service.store import JobRow, SqlServiceStore
 from ragindex.service.uploads import BodyLimitMiddleware
 
@@ -35,8 +43,21 @@ DESCRIPTION = """Documents to a hybrid search index, per tenant.
 
 Every `/v1` route needs `Authorization: Bearer <key>` (`ragindex keys create --user-id N`); the key
 binds the request to its tenant, and another tenant's objects answer 404. Uploads are ingested by a
-background job: poll `GET /v1/jobs/{job_id}`. Search answers are `ragindex search --json`'s shape.
+background job: poll `GET /v1/jobs/{job_id}`. Search answers are `ragindex search --json`'s shape,
+with each hit's `source` relative to its upload folder or ingest root.
+
+Every error is `{"error", "message", "context"?}`; the status follows the error class (401, 403, 404,
+409, 413, 415, 422, 503). `/metrics` needs an admin key unless `RAGINDEX_METRICS_PUBLIC=true`.
 """
+
+TAGS = [
+    {"name": "search", "description": "Hybrid, dense, BM25 or sparse search of one set."},
+    {"name": "documents", "description": "Uploads (an ingest job each), listings, one document, deleting one."},
+    {"name": "jobs", "description": "Ingest jobs of the key's tenant: progress, per-document runs, cancelling."},
+    {"name": "chunks", "description": "One chunk: read, edit (re-embedded only if its text changed), delete."},
+    {"name": "admin", "description": "Who the key is, the version; status, verify, repair, optimise (admin keys)."},
+    {"name": "health", "description": "Probes and Prometheus metrics."},
+]
 
 
 def _start(settings: Settings, service: ServiceSettings, given: ServiceEngine | None = None) -> ServiceState:
@@ -91,6 +112,7 @@ def _start(settings: Settings, service: ServiceSettings, given: ServiceEngine | 
             blob_root=blob_root,
             suffixes=frozenset(factory.build_loaders(settings).supported_suffixes),
             rerank_supported="rerank" in inspect.signature(Engine.search).parameters,
+            sources=SourcePaths(blob_root, service.source_roots),
         )
         state.extra["events"] = events
         state.extra["owns_engine"] = given is None
@@ -159,17 +181,24 @@ def create_app(
         finally:
             await run_in_threadpool(_stop, state)
 
+    if service.api_docs:
+        docs.check_assets()
     app = FastAPI(
         title="ragindex",
-        version="0.1.0",
+        version=package_version(),
         description=DESCRIPTION,
         lifespan=lifespan,
-        docs_url="/docs",
-        openapi_url="/openapi.json",
+        openapi_tags=TAGS,
+        license_info={"name": "Apache-2.0", "identifier": "Apache-2.0"},
+        docs_url=None,  # FastAPI's own pages load Swagger UI and ReDoc from a CDN: ragindex.service.docs serves them
+        redoc_url=None,
+        openapi_url="/openapi.json" if service.api_docs else None,
     )
     install_handlers(app)
     for module in (documents, jobs, search, chunks, admin, health):
         app.include_router(module.router)
+    if service.api_docs:
+        app.include_router(docs.router)
     app.include_router(page_router)  # GET / : the retrieval-testing page
     app.add_middleware(BodyLimitMiddleware, limit=service.max_upload_bytes)
     app.add_middleware(MetricsMiddleware, metrics=lambda: _metrics_of(app))

@@ -16,6 +16,7 @@ from ragindex.service.jobs import JobRunner
 from ragindex.service.keys import Principal, authenticate
 from ragindex.service.metrics import Metrics
 from ragindex.service.settings import ServiceSettings
+from ragindex.service.sources import SourcePaths
 from ragindex.service.store import ServiceStore
 
 
@@ -32,6 +33,7 @@ class ServiceState:
     blob_root: Path
     suffixes: frozenset[str]
     rerank_supported: bool
+    sources: SourcePaths
     extra: dict[str, object] = field(default_factory=dict)
 
 
@@ -72,6 +74,21 @@ def require_admin(principal: Annotated[Principal, Depends(get_principal)]) -> Pr
     if not principal.admin:
         raise PermissionDeniedError("this endpoint needs an admin key (`ragindex keys create --admin`)")
     return principal
+
+
+def metrics_access(
+    state: Annotated[ServiceState, Depends(get_state)],
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> None:
+    """Let a ``/metrics`` scrape through: anyone with ``RAGINDEX_METRICS_PUBLIC=true``, else an admin key only."""
+    if state.service.metrics_public:
+        return
+    if credentials is None:
+        raise AuthenticationError(
+            "/metrics needs an admin key: send `Authorization: Bearer <key>` (`ragindex keys create --admin`), "
+            "or set RAGINDEX_METRICS_PUBLIC=true to serve it without one"
+        )
+    require_admin(get_principal(state, credentials))
 
 
 StateDep = Annotated[ServiceState, Depends(get_state)]

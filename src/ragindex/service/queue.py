@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from ragindex._optional import require
 from ragindex.errors import BackendError, ConfigurationError, NotFoundError
 from ragindex.service.cancel import CancelCheck, JobCancelled, finish_cancelled
 from ragindex.service.document_events import DOCUMENT_EVENT, job_document_events
@@ -59,16 +60,14 @@ DOCUMENT_ACTOR = DOCUMENT_EVENT
 
 def build_broker(url: str) -> Broker:
     """A Dramatiq broker for ``redis://``, ``rediss://`` or ``amqp://``, ``amqps://`` URLs."""
-    try:
-        import dramatiq  # noqa: F401 - the extra is installed
-    except ImportError as exc:
-        raise ConfigurationError(f"the workers need their extra: pip install 'ragindex[service]' ({exc})") from exc
     scheme = urlsplit(url).scheme.lower()
     if scheme in ("redis", "rediss", "unix"):
+        require("workers", "a Redis broker (RAGINDEX_QUEUE_URL)", "dramatiq", "redis")
         from dramatiq.brokers.redis import RedisBroker
 
         return RedisBroker(url=url)  # type: ignore[no-untyped-call]
     if scheme in ("amqp", "amqps"):
+        require("workers", "a RabbitMQ broker (RAGINDEX_QUEUE_URL)", "dramatiq", "pika")
         from dramatiq.brokers.rabbitmq import RabbitmqBroker
 
         return RabbitmqBroker(url=url)

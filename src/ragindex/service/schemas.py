@@ -18,6 +18,16 @@ class _Body(BaseModel):
 class SearchRequest(_Body):
     """``POST /v1/search``: the fields of ``ragindex search``."""
 
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"query": "what keeps bones strong", "set_id": 1, "top_k": 5, "mode": "hybrid"},
+                {"query": "bones", "set_id": 1, "expand": "neighbours", "context_chars": 1500, "group_by": "document"},
+            ]
+        },
+    )
+
     query: str = Field(max_length=20_000, description="The query text (empty: no hits).")
     set_id: int = Field(gt=0, le=MAX_ID, description="The set to search (of the key's tenant).")
     doc_ids: list[Annotated[int, Field(gt=0, le=MAX_ID)]] | None = Field(
@@ -54,6 +64,13 @@ class SearchRequest(_Body):
 class ChunkPatch(_Body):
     """``PATCH /v1/chunks/{chunk_id}``: new text (re-embedded only if it changed) and/or metadata to merge."""
 
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"text": "Vitamin D helps the gut absorb calcium."}, {"metadata": {"reviewed": "yes"}}]
+        },
+    )
+
     text: str | None = Field(None, max_length=1_000_000)
     metadata: dict[str, Any] | None = None
 
@@ -61,11 +78,19 @@ class ChunkPatch(_Body):
 class RepairRequest(_Body):
     """``POST /v1/repair``."""
 
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"dry_run": True}]})
+
     dry_run: bool = Field(False, description="Only report what repair would do.")
 
 
 class JobAccepted(BaseModel):
     """``202`` answer of an upload."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"job_id": "9b2c4e1f0a7d4c3e", "status": "queued", "files": ["vitamin.md", "notes.pdf"]}]
+        }
+    )
 
     job_id: str
     status: str
@@ -74,6 +99,10 @@ class JobAccepted(BaseModel):
 
 class KeyInfo(BaseModel):
     """Who the calling key is."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"key_id": "5f0c2a9e81d34b7a", "user_id": 1, "admin": False}]}
+    )
 
     key_id: str
     user_id: int
@@ -229,3 +258,206 @@ class JobCancelOut(BaseModel):
 
     job_id: str
     status: JobStatus
+
+
+# ---------------------------------------------------------------------- search, sets, chunks, version
+class _Out(BaseModel):
+    # fields added to an answer later stay in it: the models document the answer, they never trim it
+    model_config = ConfigDict(extra="allow")
+
+
+class SourceScoreOut(_Out):
+    """A hit's score and 1-based rank in one source (dense, bm25, sparse, rerank), or why it did not run."""
+
+    score: float | None = None
+    rank: int | None = None
+    skipped: str | None = Field(None, description="Why the source did not run (the language guard).")
+
+
+class HitOut(_Out):
+    """One hit, backfilled from the truth store (never a deleted chunk)."""
+
+    rank: int
+    chunk_id: str
+    doc_id: int
+    set_id: int
+    score: float = Field(description="Fused score (or the rerank score in [0, 1] with rerank).")
+    source: str = Field(
+        description="Where the chunk came from, relative to its upload folder or ingest root "
+        "(`notes/a.md`, `faq.jsonl#12`): never a path on the server."
+    )
+    filename: str
+    page: int | None
+    section: str | None
+    start_line: int | None
+    end_line: int | None
+    chunk_type: str = Field(description="text, table, ocr_text, ...")
+    bbox: list[float] | None = Field(description="[x0, top, x1, bottom] on `page` in PDF points, when known.")
+    text: str
+    scores: dict[str, SourceScoreOut]
+    context: str | None = Field(None, description="With `expand`: the hit's neighbours or section.")
+    merged: list[dict[str, Any]] | None = Field(None, description="With `group_by`: the hits folded into this one.")
+
+
+class SearchOut(_Out):
+    """``POST /v1/search`` (``ragindex search --json``)."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "mode": "hybrid",
+                    "hits": [
+                        {
+                            "rank": 1,
+                            "chunk_id": "0b7e8f0e-54a1-4c38-9d0e-2f5b8f4f6a11",
+                            "doc_id": 12,
+                            "set_id": 1,
+                            "score": 0.0328,
+                            "source": "vitamin.md",
+                            "filename": "vitamin.md",
+                            "page": None,
+                            "section": "Bones",
+                            "start_line": 1,
+                            "end_line": 3,
+                            "chunk_type": "text",
+                            "bbox": None,
+                            "text": "Vitamin D helps the body absorb calcium, which keeps bones strong.",
+                            "scores": {"dense": {"score": 0.71, "rank": 1}, "bm25": {"score": 3.9, "rank": 1}},
+                        }
+                    ],
+                    "latency_ms": {"encode": 9.1, "search": 2.4, "fuse": 0.1, "backfill": 1.2, "total": 13.0},
+                }
+            ]
+        },
+    )
+
+    mode: str
+    hits: list[HitOut]
+    latency_ms: dict[str, float] = Field(description="Per phase: encode, search, fuse, rerank, backfill, total.")
+    warnings: list[str] | None = Field(None, description="Why the ranking may be poor (only when there is a reason).")
+
+
+class SetOut(_Out):
+    """A set of the tenant with its document counts."""
+
+    set_id: int
+    documents: int
+    statuses: dict[str, int] = Field(description="Documents per status (PROCESSING, SUCCESS, FAILED).")
+
+
+class SetsOut(_Out):
+    """``GET /v1/sets``."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={"examples": [{"sets": [{"set_id": 1, "documents": 2, "statuses": {"SUCCESS": 2}}]}]},
+    )
+
+    sets: list[SetOut]
+
+
+class SetDocumentsOut(_Out):
+    """``GET /v1/sets/{set_id}/documents``."""
+
+    set_id: int
+    documents: list[DocumentSummary]
+
+
+class ChunkOut(_Out):
+    """``GET /v1/chunks/{chunk_id}``: an ACTIVE chunk with its per-kind index statuses."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "chunk_id": "0b7e8f0e-54a1-4c38-9d0e-2f5b8f4f6a11",
+                    "doc_id": 12,
+                    "set_id": 1,
+                    "chunk_index": 0,
+                    "text": "Vitamin D helps the body absorb calcium, which keeps bones strong.",
+                    "metadata": {},
+                    "page": None,
+                    "section": "Bones",
+                    "start_line": 1,
+                    "end_line": 3,
+                    "token_count": 14,
+                    "statuses": {"dense": "SUCCESS", "bm25": "SUCCESS"},
+                    "attempts": 0,
+                    "last_error": None,
+                }
+            ]
+        },
+    )
+
+    chunk_id: str
+    doc_id: int
+    set_id: int
+    chunk_index: int
+    text: str
+    metadata: dict[str, Any]
+    page: int | None
+    section: str | None
+    start_line: int | None
+    end_line: int | None
+    token_count: int | None
+    statuses: dict[str, str | None]
+    attempts: int
+    last_error: str | None
+
+
+class JobRunOut(_Out):
+    """One document's pipeline run within a job."""
+
+    doc_id: int
+    status: str
+    stages: dict[str, str | None]
+    durations_ms: dict[str, float | None]
+    failed_stage: str | None
+    recover_from_stage: str | None
+    chunk_count: int | None
+    error: str | None
+
+
+class JobDetailOut(JobSummary):
+    """``GET /v1/jobs/{job_id}``: the job, its live progress, each document's run, and the report when done."""
+
+    model_config = ConfigDict(extra="allow")
+
+    progress: dict[str, Any] | None = Field(description="While running: files done, copies indexed per stage.")
+    runs: list[JobRunOut]
+    report: dict[str, Any] | None = Field(
+        description="When finished: `ragindex ingest --json`'s report (`documents`, `chunks`, `files`, `failures`)."
+    )
+
+
+class VersionOut(_Out):
+    """``GET /v1/version``: what is running, and the schema and model of the data it serves."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "version": "0.1.0",
+                    "schema": {"code": "m011_purge_scan_index", "database": "m011_purge_scan_index", "current": True},
+                    "dense_model": "sentence-transformers/all-MiniLM-L6-v2",
+                    "collection": {"collection": "ragindex", "dense": "st:all-MiniLM-L6-v2|384|cos|norm"},
+                }
+            ]
+        },
+    )
+
+    version: str = Field(description="The ragindex package version.")
+    schema_: dict[str, Any] = Field(
+        alias="schema",
+        description="The newest truth-store migration this code knows (`code`), the newest the database has applied "
+        "(`database`), and whether they agree (`current`).",
+    )
+    dense_model: str = Field(description="RAGINDEX_DENSE_MODEL (or the remote encoder's model name).")
+    collection: dict[str, Any] | None = Field(
+        description="The collection searches read and the dense fingerprint it was built with (null before the "
+        "first ingest)."
+    )

@@ -18,6 +18,13 @@ class ServiceSettings(BaseSettings):
     blob_dir: Path | None = Field(
         None, description="Where uploads are kept: `<blob_dir>/<user_id>/<set_id>/`; default `<data_dir>/blobs`."
     )
+    source_roots: list[Path] = Field(
+        default_factory=list,
+        description="Folders documents were ingested from on the server (`ragindex ingest`, `watch`), as a JSON "
+        "list: the API shows such a document's `source` relative to the deepest root that holds it, an upload's "
+        "relative to its set's upload folder, anything else as its file name (never a server path). "
+        "`watch --serve` adds the watched paths.",
+    )
     max_upload_bytes: int = Field(50 * 1024 * 1024, ge=1, description="Largest uploaded file (413 above it).")
     max_upload_files: int = Field(100, ge=1, description="Most files in one upload request.")
     job_torch_threads: int = Field(
@@ -28,6 +35,18 @@ class ServiceSettings(BaseSettings):
     warm_up: bool = Field(True, description="Load the dense model at start-up (the first search is not slow).")
     job_shutdown_seconds: float = Field(
         60.0, ge=0, description="On shutdown, wait this long for a running job (an unfinished job is re-queued)."
+    )
+    # --- exposure of the unauthenticated surface ----------------------------------------------------
+    metrics_public: bool = Field(
+        False,
+        description="Serve `/metrics` without a key. Default: it needs an admin key (`Authorization: Bearer`), "
+        "so a public bind does not publish the chunk counts and request rates; set true when only a trusted "
+        "network reaches the port.",
+    )
+    api_docs: bool = Field(
+        True,
+        description="Serve the API docs: `/openapi.json`, Swagger UI at `/docs` and ReDoc at `/redoc`, with their "
+        "scripts from the installed `fastapi-offline` package (never a CDN). False: all three answer 404.",
     )
     # --- distributed workers (ragindex.service.queue) -----------------------------------------------
     queue_url: str | None = Field(

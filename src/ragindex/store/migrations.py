@@ -187,6 +187,11 @@ def apply_migrations(engine: Engine, migrations: Sequence[tuple[str, Migration]]
     return applied_now
 
 
+def applied_migrations(engine: Engine) -> set[str]:
+    """Names of every step recorded in ``schema_migrations`` (the truth store's and the service's); empty if none."""
+    return _recorded(engine)
+
+
 def _recorded(engine: Engine) -> set[str]:
     """Names in ``schema_migrations``; empty when the table does not exist (yet)."""
     try:

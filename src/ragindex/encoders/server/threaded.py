@@ -7,6 +7,7 @@ import threading
 import time
 from typing import Any, Self
 
+from ragindex._optional import require
 from ragindex.errors import ConfigurationError
 
 __all__ = ["ThreadedServer"]
@@ -40,10 +41,9 @@ class ThreadedServer:
 
     def start(self) -> Self:
         """Bind the port, start uvicorn and wait until it serves."""
-        try:
-            import uvicorn
-        except ImportError as exc:  # pragma: no cover - depends on the installed extras
-            raise ConfigurationError("serving over HTTP needs: pip install 'ragindex[service]'") from exc
+        require("service", "serving over HTTP", "uvicorn")
+        import uvicorn
+
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:

@@ -1,4 +1,4 @@
-"""Admin endpoints (admin keys only): status, verify, repair, optimise, and who-am-I for any key."""
+"""Admin endpoints (admin keys only): status, verify, repair, optimise; who-am-I and the version for any key."""
 
 from __future__ import annotations
 
@@ -6,20 +6,66 @@ from typing import Any
 
 from fastapi import APIRouter
 
+from ragindex.about import version_info
 from ragindex.service.deps import AdminDep, CallerDep, StateDep
 from ragindex.service.job_state import JobState
-from ragindex.service.schemas import KeyInfo, RepairRequest
+from ragindex.service.openapi import error_responses, example
+from ragindex.service.schema import SERVICE_MIGRATIONS
+from ragindex.service.schemas import KeyInfo, RepairRequest, VersionOut
 
 router = APIRouter(prefix="/v1", tags=["admin"])
 
+_STATUS = {
+    "sets": [
+        {
+            "user_id": 1,
+            "set_id": 1,
+            "documents": {"ACTIVE": {"SUCCESS": 12}},
+            "chunks": {"dense": {"ACTIVE": {"SUCCESS": 93}}, "bm25": {"ACTIVE": {"SUCCESS": 93}}, "sparse": {}},
+        }
+    ],
+    "collections": [{"collection": "ragindex", "state": "ACTIVE", "dense": "st:all-MiniLM-L6-v2|384|cos|norm"}],
+    "jobs": {"queued": 0, "running": None},
+}
+_VERIFY = {
+    "ok": True,
+    "collection": "ragindex",
+    "buckets": [
+        {
+            "bucket": 0,
+            "ok": True,
+            "expected_points": 93,
+            "index_points": 93,
+            "missing": {},
+            "missing_count": {},
+            "orphans": [],
+            "orphan_count": 0,
+            "unfinished": {},
+        }
+    ],
+}
+_REPAIR = {"ok": True, "dry_run": True, "collection": "ragindex", "found": {}, "pending": {}, "notes": []}
 
-@router.get("/me", response_model=KeyInfo)
+
+@router.get("/me", response_model=KeyInfo, responses=error_responses(401))
 def whoami(caller: CallerDep) -> KeyInfo:
     """The calling key's id, tenant and role."""
     return KeyInfo(key_id=caller.key_id, user_id=caller.user_id, admin=caller.admin)
 
 
-@router.get("/status")
+@router.get("/version", response_model=VersionOut, response_model_exclude_unset=True, responses=error_responses(401))
+def version(state: StateDep, _caller: CallerDep) -> dict[str, Any]:
+    """The ragindex version, the truth-store schema the code needs and the one the database has, the dense model.
+
+    Any key may ask (``ragindex --version`` prints the same without a database).
+    """
+    return version_info(state.engine, other_steps=[name for name, _ in SERVICE_MIGRATIONS])
+
+
+@router.get(
+    "/status",
+    responses={**example("Documents and chunks per status per set.", _STATUS), **error_responses(401, 403)},
+)
 def status(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
     """Documents and chunks per status per set, the collections, and the job queue."""
     out = state.engine.status()
@@ -27,19 +73,34 @@ def status(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
     return out
 
 
-@router.post("/verify")
+@router.post(
+    "/verify",
+    responses={**example("Per bucket: expected and present points.", _VERIFY), **error_responses(401, 403, 503)},
+)
 def verify(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
     """Compare the truth store with the index (read-only; holds the index thread while it scans)."""
     return state.engine.verify().to_dict()
 
 
-@router.post("/repair")
+@router.post(
+    "/repair",
+    responses={
+        **example("`ragindex repair --json`'s report (abridged here).", _REPAIR),
+        **error_responses(401, 403, 422, 503),
+    },
+)
 def repair(state: StateDep, _admin: AdminDep, body: RepairRequest | None = None) -> dict[str, Any]:
     """Converge the index copies to the truth store (``{"dry_run": true}`` only reports)."""
     return state.engine.repair(dry_run=body.dry_run if body else False).to_dict()
 
 
-@router.post("/optimize")
+@router.post(
+    "/optimize",
+    responses={
+        **example("The buckets optimised.", {"optimized": {"ragindex_b0": True}}),
+        **error_responses(401, 403, 503),
+    },
+)
 def optimize(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
     """Build the HNSW graphs of every bucket in use. On Edge this freezes the whole process: quiet hours only."""
     return {"optimized": state.engine.optimize_all()}

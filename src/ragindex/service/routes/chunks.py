@@ -9,14 +9,41 @@ from fastapi import Path as PathParam
 
 from ragindex.errors import ValidationError
 from ragindex.service.deps import CallerDep, StateDep
-from ragindex.service.schemas import ChunkPatch
+from ragindex.service.openapi import error_responses, example
+from ragindex.service.schemas import ChunkOut, ChunkPatch
 
 router = APIRouter(prefix="/v1", tags=["chunks"])
 
 ChunkId = Annotated[str, PathParam(min_length=1, max_length=64)]
+_CHUNK = "0b7e8f0e-54a1-4c38-9d0e-2f5b8f4f6a11"
+_PATCHED = {
+    "chunk_id": _CHUNK,
+    "content_changed": True,
+    "reembedded": True,
+    "metadata_updated": False,
+    "statuses": {"dense": "SUCCESS", "bm25": "SUCCESS"},
+    "embedded": 1,
+    "reused": 0,
+    "failed": {},
+    "ok": True,
+}
+_DELETED = {
+    "removed": 1,
+    "purged": 1,
+    "purge_failed": 0,
+    "doc_ids": [],
+    "chunk_ids": [_CHUNK],
+    "errors": [],
+    "next_action": None,
+}
 
 
-@router.get("/chunks/{chunk_id}")
+@router.get(
+    "/chunks/{chunk_id}",
+    response_model=ChunkOut,
+    response_model_exclude_unset=True,
+    responses=error_responses(401, 404, 422),
+)
 def get_chunk(chunk_id: ChunkId, state: StateDep, caller: CallerDep) -> dict[str, Any]:
     """An ACTIVE chunk with its per-kind index statuses (404 for another tenant's chunk)."""
     row = state.engine.store.get_tenant_chunk(chunk_id, user_id=caller.user_id)
@@ -38,7 +65,13 @@ def get_chunk(chunk_id: ChunkId, state: StateDep, caller: CallerDep) -> dict[str
     }
 
 
-@router.patch("/chunks/{chunk_id}")
+@router.patch(
+    "/chunks/{chunk_id}",
+    responses={
+        **example("The new statuses; `reembedded` when the text changed and its vectors were rewritten.", _PATCHED),
+        **error_responses(401, 404, 422, 503),
+    },
+)
 def patch_chunk(chunk_id: ChunkId, body: ChunkPatch, state: StateDep, caller: CallerDep) -> dict[str, Any]:
     """Replace the text (re-embedded in place only if it changed) and/or merge metadata."""
     if body.text is None and body.metadata is None:
@@ -47,7 +80,10 @@ def patch_chunk(chunk_id: ChunkId, body: ChunkPatch, state: StateDep, caller: Ca
     return state.engine.update_chunk(chunk_id, content=body.text, metadata=body.metadata)
 
 
-@router.delete("/chunks/{chunk_id}")
+@router.delete(
+    "/chunks/{chunk_id}",
+    responses={**example("What was deleted and purged.", _DELETED), **error_responses(401, 404, 422, 503)},
+)
 def delete_chunk(chunk_id: ChunkId, state: StateDep, caller: CallerDep) -> dict[str, Any]:
     """Delete a chunk: gone from search at once, then purged from the index."""
     state.engine.store.get_tenant_chunk(chunk_id, user_id=caller.user_id)

@@ -15,6 +15,7 @@ from ragindex.pipeline.inspection import document_summary, parsed_dict
 from ragindex.service import uploads
 from ragindex.service.deps import CallerDep, StateDep
 from ragindex.service.job_state import JobState
+from ragindex.service.openapi import error_responses, example
 from ragindex.service.schemas import (
     MAX_ID,
     DocStatus,
@@ -22,16 +23,32 @@ from ragindex.service.schemas import (
     DocumentPageOut,
     JobAccepted,
     ParsedDocumentOut,
+    SetDocumentsOut,
+    SetsOut,
 )
 from ragindex.store.records import DocumentRow
 from ragindex.store.states import Lifecycle
 
 router = APIRouter(prefix="/v1", tags=["documents"])
 
+_DELETED = {
+    "removed": 3,
+    "purged": 3,
+    "purge_failed": 0,
+    "doc_ids": [42],
+    "chunk_ids": ["0b7e8f0e-54a1-4c38-9d0e-2f5b8f4f6a11", "..."],
+    "errors": [],
+    "next_action": None,
+}
 SetIdPath = Annotated[int, PathParam(gt=0, le=MAX_ID, description="A set of the key's tenant.")]
 
 
-@router.post("/sets/{set_id}/documents", status_code=202, response_model=JobAccepted)
+@router.post(
+    "/sets/{set_id}/documents",
+    status_code=202,
+    response_model=JobAccepted,
+    responses=error_responses(401, 413, 415, 422, 503),
+)
 async def upload_documents(
     set_id: SetIdPath,
     files: Annotated[list[UploadFile], File(description="One or many files (form field `files`).")],
@@ -59,7 +76,7 @@ async def upload_documents(
     return JobAccepted(job_id=job_id, status=JobState.QUEUED, files=names)
 
 
-@router.get("/sets")
+@router.get("/sets", response_model=SetsOut, response_model_exclude_unset=True, responses=error_responses(401))
 def list_sets(state: StateDep, caller: CallerDep) -> dict[str, Any]:
     """The sets of the key's tenant that hold documents, with their document count per status."""
     counts: dict[int, dict[str, int]] = {}
@@ -70,14 +87,20 @@ def list_sets(state: StateDep, caller: CallerDep) -> dict[str, Any]:
     return {"sets": sets}
 
 
-@router.get("/sets/{set_id}/documents")
+@router.get(
+    "/sets/{set_id}/documents",
+    response_model=SetDocumentsOut,
+    response_model_exclude_unset=True,
+    responses=error_responses(401, 422),
+)
 def list_documents(set_id: SetIdPath, state: StateDep, caller: CallerDep) -> dict[str, Any]:
     """The set's documents with their processing status (SUCCESS, FAILED, PROCESSING)."""
-    docs = state.engine.store.list_documents(user_id=caller.user_id, set_id=set_id)
-    return {"set_id": set_id, "documents": [document_summary(d) for d in docs]}
+    docs = [document_summary(d) for d in state.engine.store.list_documents(user_id=caller.user_id, set_id=set_id)]
+    state.sources.documents(docs)
+    return {"set_id": set_id, "documents": docs}
 
 
-@router.get("/documents", response_model=DocumentPageOut)
+@router.get("/documents", response_model=DocumentPageOut, responses=error_responses(401, 422))
 def documents_page(
     state: StateDep,
     caller: CallerDep,
@@ -88,10 +111,12 @@ def documents_page(
 ) -> DocumentPageOut:
     """The key's tenant's documents by id, a page at a time (FAILED ones carry their error)."""
     page = state.engine.documents(user_id=caller.user_id, set_id=set_id, status=status, cursor=cursor, limit=limit)
-    return DocumentPageOut.model_validate(page.to_dict())
+    out = page.to_dict()
+    state.sources.documents(out["documents"])
+    return DocumentPageOut.model_validate(out)
 
 
-@router.get("/documents/{doc_id}", response_model=DocumentDetailOut)
+@router.get("/documents/{doc_id}", response_model=DocumentDetailOut, responses=error_responses(401, 404, 422))
 def get_document(
     doc_id: Annotated[int, PathParam(gt=0, le=MAX_ID)],
     state: StateDep,
@@ -99,11 +124,12 @@ def get_document(
     chunks: Annotated[bool, Query(description="Also list every chunk and section with its statuses.")] = False,
 ) -> DocumentDetailOut:
     """A document of the key's tenant: its fields, the stages of its last run, its chunk counts (and chunks)."""
-    detail = state.engine.document(doc_id, user_id=caller.user_id, chunks=chunks)
-    return DocumentDetailOut.model_validate(detail.to_dict())
+    out = state.engine.document(doc_id, user_id=caller.user_id, chunks=chunks).to_dict()
+    state.sources.documents([out["document"]], keys=("source", "file"))
+    return DocumentDetailOut.model_validate(out)
 
 
-@router.get("/documents/{doc_id}/parsed", response_model=ParsedDocumentOut)
+@router.get("/documents/{doc_id}/parsed", response_model=ParsedDocumentOut, responses=error_responses(401, 404, 422))
 def get_parsed_document(
     doc_id: Annotated[int, PathParam(gt=0, le=MAX_ID)],
     state: StateDep,
@@ -118,7 +144,13 @@ def get_parsed_document(
     return ParsedDocumentOut.model_validate(parsed_dict(parsed))
 
 
-@router.delete("/documents/{doc_id}")
+@router.delete(
+    "/documents/{doc_id}",
+    responses={
+        **example("What was deleted and purged from the index.", _DELETED),
+        **error_responses(401, 404, 422, 503),
+    },
+)
 def delete_document(
     doc_id: Annotated[int, PathParam(gt=0, le=MAX_ID)],
     state: StateDep,

@@ -5,11 +5,12 @@ from __future__ import annotations
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-from fastapi import APIRouter, Response
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Depends, Response
+from fastapi.responses import JSONResponse, PlainTextResponse
 
 from ragindex.errors import RagindexError
-from ragindex.service.deps import StateDep
+from ragindex.service.deps import StateDep, metrics_access
+from ragindex.service.openapi import METRICS_EXAMPLE, error_responses
 
 router = APIRouter(tags=["health"])
 
@@ -22,7 +23,21 @@ def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", response_model=None)
+@router.get(
+    "/readyz",
+    response_model=None,
+    responses={
+        200: {
+            "content": {"application/json": {"example": {"status": "ready", "checks": {"store": "ok", "index": "ok"}}}}
+        },
+        503: {
+            "description": "The store or the index does not answer.",
+            "content": {
+                "application/json": {"example": {"status": "unavailable", "checks": {"store": "ok", "index": "busy"}}}
+            },
+        },
+    },
+)
 def readyz(state: StateDep) -> dict[str, Any] | JSONResponse:
     """The truth store answers a query and the index answers on its thread within 2 s (else 503)."""
     engine = state.engine
@@ -45,7 +60,15 @@ def readyz(state: StateDep) -> dict[str, Any] | JSONResponse:
     return {"status": "ready", "checks": checks}
 
 
-@router.get("/metrics", include_in_schema=False)
+@router.get(
+    "/metrics",
+    response_class=PlainTextResponse,
+    dependencies=[Depends(metrics_access)],
+    responses={
+        200: {"description": "Prometheus text exposition.", "content": {"text/plain": {"example": METRICS_EXAMPLE}}},
+        **error_responses(401, 403),
+    },
+)
 def metrics(state: StateDep) -> Response:
-    """Prometheus exposition."""
+    """Prometheus exposition; needs an admin key unless ``RAGINDEX_METRICS_PUBLIC=true``."""
     return Response(state.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")

@@ -16,7 +16,8 @@ from ragindex.paging import DEFAULT_LIMIT, MAX_LIMIT, decode_cursor, encode_curs
 from ragindex.service.cancel import request_cancel
 from ragindex.service.deps import CallerDep, StateDep
 from ragindex.service.job_state import JobState
-from ragindex.service.schemas import JobCancelOut, JobPageOut, JobStatus
+from ragindex.service.openapi import error_responses
+from ragindex.service.schemas import JobCancelOut, JobDetailOut, JobPageOut, JobStatus
 from ragindex.service.store import JobRow
 
 router = APIRouter(prefix="/v1", tags=["jobs"])
@@ -35,7 +36,7 @@ def job_summary(job: JobRow) -> dict[str, Any]:
     }
 
 
-@router.get("/jobs", response_model=JobPageOut)
+@router.get("/jobs", response_model=JobPageOut, responses=error_responses(401, 422))
 def list_jobs(
     state: StateDep,
     caller: CallerDep,
@@ -63,7 +64,12 @@ def _job_key(cursor: str) -> tuple[datetime, str]:
         ) from exc
 
 
-@router.get("/jobs/{job_id}")
+@router.get(
+    "/jobs/{job_id}",
+    response_model=JobDetailOut,
+    response_model_exclude_unset=True,
+    responses=error_responses(401, 404, 422),
+)
 def get_job(job_id: JobIdPath, state: StateDep, caller: CallerDep) -> dict[str, Any]:
     """A job of the key's tenant: status, live progress, each document's pipeline run, and the report when done."""
     job = state.store.get_job(job_id, user_id=caller.user_id)
@@ -84,7 +90,7 @@ def get_job(job_id: JobIdPath, state: StateDep, caller: CallerDep) -> dict[str, 
         **job_summary(job),
         "progress": state.jobs.progress(job_id),
         "runs": runs,
-        "report": job.report,
+        "report": state.sources.report(job.report, user_id=job.user_id, set_id=job.set_id),
     }
 
 
@@ -93,7 +99,7 @@ def get_job(job_id: JobIdPath, state: StateDep, caller: CallerDep) -> dict[str, 
     response_model=JobCancelOut,
     responses={
         202: {"model": JobCancelOut, "description": "Running: it stops at its next file or batch boundary."},
-        409: {"description": "The job already succeeded or failed."},
+        **error_responses(401, 404, 409, 422),
     },
 )
 def cancel_job(job_id: JobIdPath, state: StateDep, caller: CallerDep, response: Response) -> JobCancelOut:

@@ -1,4 +1,4 @@
-"""``POST /v1/search``: the answer is exactly ``SearchResult.to_dict()`` (``ragindex search --json``).
+"""``POST /v1/search``: ``SearchResult.to_dict()`` (``ragindex search --json``) with each ``source`` made relative.
 
 A search that left out a failed source (``on_source_error="degrade"``) names it under ``degraded`` and is counted
 in ``ragindex_search_degraded_total{source}``.
@@ -12,14 +12,32 @@ from fastapi import APIRouter
 
 from ragindex.errors import ValidationError
 from ragindex.service.deps import CallerDep, StateDep
-from ragindex.service.schemas import SearchRequest
+from ragindex.service.openapi import error_responses
+from ragindex.service.schemas import SearchOut, SearchRequest
 
 router = APIRouter(prefix="/v1", tags=["search"])
 
+_NO_RERANKER = {
+    "error": "RerankerUnavailableError",
+    "message": "rerank was requested but no reranker model is available: RAGINDEX_RERANK_MODEL="
+    "'BAAI/bge-reranker-v2-m3' is neither a local directory nor in the Hugging Face cache. Set "
+    "RAGINDEX_RERANK_MODEL to a local cross-encoder directory (or a cached model name), or search without rerank.",
+    "context": {"field": "rerank", "setting": "RAGINDEX_RERANK_MODEL", "model": "BAAI/bge-reranker-v2-m3"},
+}
 
-@router.post("/search")
+
+@router.post(
+    "/search",
+    response_model=SearchOut,
+    response_model_exclude_unset=True,  # optional keys (warnings, context, merged) only when the engine sets them
+    responses=error_responses(401, 422, 503, more={422: {"rerank_unavailable": _NO_RERANKER}}),
+)
 def search(body: SearchRequest, state: StateDep, caller: CallerDep) -> dict[str, Any]:
-    """Search one set of the key's tenant; every hit is backfilled from the truth store."""
+    """Search one set of the key's tenant; every hit is backfilled from the truth store.
+
+    ``rerank: true`` on a deployment whose reranker model is not available answers 422 naming
+    ``RAGINDEX_RERANK_MODEL`` (``context.setting``), before any search work.
+    """
     options: dict[str, Any] = {}
     if body.rerank is not None:
         if not state.rerank_supported:
@@ -42,4 +60,4 @@ def search(body: SearchRequest, state: StateDep, caller: CallerDep) -> dict[str,
         **options,
     )
     state.metrics.search_done(result.degraded)
-    return result.to_dict()
+    return state.sources.hits(result.to_dict(), user_id=caller.user_id)

@@ -16,7 +16,8 @@ from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.sql import Executable
 
-from ragindex.errors import StoreError, ValidationError
+from ragindex._optional import EXTRAS, missing_extra
+from ragindex.errors import ConfigurationError, StoreError, ValidationError
 from ragindex.store import schema
 from ragindex.store.migrations import MIGRATIONS, Migration, apply_migrations
 from ragindex.types import VectorKind
@@ -30,6 +31,10 @@ CH = schema.chunks.c
 RUN = schema.pipeline_runs.c
 OWN = schema.claim_owners.c
 OWNER_ID_CHARS = 16  # a claim token is its owner's id followed by 16 hex characters of its own
+
+
+_DRIVER_EXTRAS = {"mysql": "mysql", "mariadb": "mysql", "postgresql": "postgres"}
+_DRIVER_URLS = {"mysql": "mysql+pymysql://user:pass@host/db", "postgres": "postgresql+psycopg://user:pass@host/db"}
 
 
 def given(*filters: tuple[ColumnElement[Any], Any]) -> list[ColumnElement[bool]]:
@@ -69,7 +74,19 @@ class SqlCore:
             engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, pool_size=8)
             event.listen(engine, "connect", _sqlite_pragmas)
             return engine
-        return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+        try:
+            return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+        except ImportError as exc:  # SQLAlchemy imports the URL's driver here
+            extra = _DRIVER_EXTRAS.get(self.dialect)
+            if extra is None:
+                raise
+            if exc.name not in EXTRAS[extra]:  # SQLAlchemy's default driver of the dialect, not ours
+                raise ConfigurationError(
+                    f"{self._safe_url()}: driver {exc.name} is not installed; ragindex supports "
+                    f"{_DRIVER_URLS[extra]} with pip install 'ragindex[{extra}]'",
+                    backend=self.dialect,
+                ) from exc
+            raise missing_extra(extra, f"the {self.dialect} truth store", exc) from exc
 
     @contextmanager
     def _tx(self) -> Iterator[Connection]:
