@@ -37,7 +37,9 @@ def test_probes_answer_without_a_key(served: Served) -> None:
         assert anonymous.health().status == "ok"
         ready = anonymous.ready()
         assert ready.ready and ready.checks == {"store": "ok", "index": "ok"}
-        assert "ragindex_http_request_duration_seconds" in anonymous.metrics()
+    # /metrics needs an admin key unless RAGINDEX_METRICS_PUBLIC=true
+    with Client(served.url, api_key=served.key(CORPUS_USER, admin=True)) as admin:
+        assert "ragindex_http_request_duration_seconds" in admin.metrics()
 
 
 def test_me_names_the_tenant_and_role(served: Served, client: Client) -> None:

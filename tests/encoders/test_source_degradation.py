@@ -197,7 +197,8 @@ def test_service_degrades_over_http_and_counts_it_in_metrics(encoder, tmp_files,
             mismatch = search(mode="dense", sources=["bm25"])
             assert mismatch.status_code == 422 and mismatch.json()["context"]["field"] == "sources"
 
-            metrics = client.get("/metrics").text
+            admin = create_key(app.state.service.store, user_id=1, admin=True)["key"]
+            metrics = client.get("/metrics", headers={"Authorization": f"Bearer {admin}"}).text
             assert 'ragindex_search_degraded_total{source="dense"} 1.0' in metrics
             assert 'ragindex_search_degraded_total{source="bm25"} 0.0' in metrics
 
