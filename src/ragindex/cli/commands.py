@@ -151,7 +151,9 @@ def search(
     set_id: SetId = 1,
     doc_id: Annotated[list[int] | None, typer.Option("--doc-id", help="Restrict to documents (repeatable).")] = None,
     mode: Annotated[str, typer.Option("--mode", help="dense, bm25, sparse or hybrid.")] = "hybrid",
-    top_k: Annotated[int, typer.Option("--top-k", help="Hits to return.")] = 10,
+    top_k: Annotated[
+        int | None, typer.Option("--top-k", help="Hits to return. Default: RAGINDEX_DEFAULT_TOP_K (10).")
+    ] = None,
     score_threshold: Annotated[float | None, typer.Option("--score-threshold", help="Drop hits below.")] = None,
     fusion: Annotated[str | None, typer.Option("--fusion", help="rrf, dbsf, combine or boost.")] = None,
     rerank: Annotated[
