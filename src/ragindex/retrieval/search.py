@@ -108,6 +108,8 @@ class Retriever:
         rrf_weights: Per-source RRF weights.
         reranker: Callable returning the reranker (created lazily: called only when a request reranks).
         rerank_candidates: Live (backfilled) fused candidates the reranker scores.
+        observe: Given each ranked score list of a search: ``(source, fingerprint, scores)`` for every source run,
+            the ``fused`` list of a hybrid search and the ``rerank`` list (the score-drift watch; memory only).
     """
 
     def __init__(
@@ -123,7 +125,9 @@ class Retriever:
         rrf_weights: Mapping[str, float] | None = None,
         reranker: Callable[[], Reranker] | None = None,
         rerank_candidates: int = 50,
+        observe: Callable[[str, str, Sequence[float]], None] | None = None,
     ) -> None:
+        self._observe = observe
         self._reranker = reranker
         self.rerank_candidates = rerank_candidates
         self.store = store
@@ -190,6 +194,8 @@ class Retriever:
             except RagindexError as exc:
                 raise RetrievalBackendError(f"{source} search failed: {exc.message}", source=source) from exc
         latency["search"] = _ms(t0)
+        for source, items in lists.items():
+            self._watch(source, [score for _, score in items])
 
         t0 = time.perf_counter()
         if not hybrid:  # one lexical list: only its first sections can become hits (the margin covers ghosts)
@@ -198,17 +204,35 @@ class Retriever:
         weights = {s: w for s, w in self.rrf_weights.items() if s in ranked} or None
         fused = fuse(request.fusion, ranked, k=self.rrf_k, weights=weights) if hybrid else _single(ranked)
         latency["fuse"] = _ms(t0)
+        if hybrid:
+            self._watch("fused", [item.score for item in fused], fusion=request.fusion, sources=tuple(lists))
 
         t0 = time.perf_counter()
         views = self.store.backfill([f.id for f in fused])
         latency["backfill"] = _ms(t0)
         if request.rerank:
             fused = self._rerank(request.query, fused, views, latency)
+            self._watch("rerank", [item.score for item in fused])
         hits = _build_hits(fused, views, request)
         if skipped:
             hits = [replace(hit, skipped=skipped) for hit in hits]
         latency["total"] = _ms(started)
         return SearchResult(hits=tuple(hits), latency_ms=latency, mode=request.mode.value, warnings=warnings)
+
+    def _watch(self, source: str, scores: Sequence[float], *, fusion: str = "", sources: tuple[str, ...] = ()) -> None:
+        """Hand one ranked score list to the score-drift watch, with the fingerprint of what scored it."""
+        if self._observe is None or not scores:
+            return
+        if source == VectorKind.DENSE:
+            fingerprint = self._dense().fingerprint
+        elif source == "fused":  # fused scores depend on the fusion and on which sources took part
+            fingerprint = f"{fusion}(k={self.rrf_k})" if fusion == "rrf" else fusion
+            fingerprint += ":" + "+".join(sources)
+        elif source == "rerank" and self._reranker is not None:
+            fingerprint = self._reranker().name
+        else:
+            fingerprint = self.sparse[source].name
+        self._observe(source, fingerprint, scores)
 
     def _language_guard(
         self, query: str, sources: tuple[str, ...]
