@@ -13,8 +13,8 @@
 * The score-drift watch, read from the truth store on every scrape (every process's searches):
   ``ragindex_search_score{source,fingerprint,metric="top1|top10",quantile="0.1|0.5|0.9"}`` of the last closed window
   (the open one before any closed), ``ragindex_search_score_shift{source,fingerprint}`` (relative change of its median
-  top-1 score against the reference window) and ``ragindex_search_score_drift{source,fingerprint}`` (1 beyond
-  ``RAGINDEX_DRIFT_MAX_SHIFT``).
+  top-1 score against the reference window), ``ragindex_search_score_drift{source,fingerprint}`` (1 beyond
+  ``RAGINDEX_DRIFT_MAX_SHIFT``) and ``ragindex_search_score_searches{source,fingerprint}`` (searches in that window).
 """
 
 from __future__ import annotations
@@ -137,6 +137,11 @@ class _ScoreCollector(Collector):
         drift = GaugeMetricFamily(
             "ragindex_search_score_drift", "1 when the shift is beyond RAGINDEX_DRIFT_MAX_SHIFT", labels=labels
         )
+        searches = GaugeMetricFamily(
+            "ragindex_search_score_searches",
+            "Searches counted in the window that ragindex_search_score shows",
+            labels=labels,
+        )
         try:
             report = score_report(self.store.score_windows(), self.max_shift)
         except Exception:  # a scrape must not fail because the store is briefly unavailable
@@ -145,6 +150,7 @@ class _ScoreCollector(Collector):
         for entry in report:
             key = [entry["source"], entry["fingerprint"]]
             window = entry["last_closed"] or entry["reference"] or entry["current"]
+            searches.add_metric(key, window["queries"])
             for metric in ("top1", "top10"):
                 for name, quantile in (("p10", "0.1"), ("p50", "0.5"), ("p90", "0.9")):
                     value = window[metric][name]
@@ -154,6 +160,7 @@ class _ScoreCollector(Collector):
                 shifts.add_metric(key, entry["shift"])
                 drift.add_metric(key, 1 if entry["drift"] else 0)
         yield scores
+        yield searches
         yield shifts
         yield drift
 
