@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ragindex.pipeline.manage import ChunkManager
     from ragindex.pipeline.sync import IngestReport, ProgressFn
     from ragindex.pipeline.verify import VerifyReport
+    from ragindex.retrieval.drift import ScoreWatch
     from ragindex.retrieval.rerank import Reranker
     from ragindex.store.records import ParsedDocument
     from ragindex.types import SearchResult
@@ -75,6 +76,11 @@ class Engine(Maintenance, Closing):
         self._parts_lock = threading.Lock()  # threads sharing one Engine (the service) build each part once
         self._parser: IsolatedParser | None = None  # its child process is reused by the next ingest
         self._parser_lock = threading.Lock()
+        self.score_watch: ScoreWatch | None = None  # search scores, saved off the search path (retrieval.drift)
+        if self.settings.drift_enabled:
+            from ragindex.retrieval.drift import ScoreWatch
+
+            self.score_watch = ScoreWatch(self.store, self.settings.drift)
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
@@ -92,6 +98,8 @@ class Engine(Maintenance, Closing):
                 close = getattr(encoder, "close", None)
                 if callable(close):
                     close()
+            if self.score_watch is not None:
+                self.score_watch.close()  # saves the scores of this process's searches (never raises ours)
             self.store.close()
 
     def request_stop(self) -> None:
@@ -379,6 +387,7 @@ class Engine(Maintenance, Closing):
             reranker=lambda: self.reranker,
             rerank_candidates=self.settings.rerank_candidates,
             enabled_sources=enabled_by_setting(self.settings.recall_enabled_sources),
+            observe=self.score_watch.observe if self.score_watch is not None else None,
         )
         result, rows = retriever.run(replace(request, top_k=shape.fetch(request.top_k)))
         return HitShaper(self.store).apply(result, shape, request.top_k, rows)
@@ -391,6 +400,16 @@ class Engine(Maintenance, Closing):
             for m in self.store.list_index_meta()
         ]
         return counts
+
+    def score_report(self) -> list[dict[str, Any]]:
+        """The score-drift watch per source and fingerprint (see :func:`ragindex.retrieval.drift.score_report`)."""
+        from ragindex.retrieval.drift import score_report
+
+        return score_report(self.store.score_windows(), self.settings.drift_max_shift)
+
+    def reset_scores(self, *, source: str | None = None) -> int:
+        """Forget the score windows (of one source): the next window closed becomes the reference again."""
+        return self.store.clear_score_stats(source=source)
 
     def verify(self) -> VerifyReport:
         """Compare the truth store with the index, bucket by bucket (read-only)."""
@@ -436,8 +455,8 @@ class Engine(Maintenance, Closing):
         return (VectorKind.DENSE, *self.sparse)
 
     def _active_indexer(self) -> Indexer | None:
-        """Index stages bound to the ACTIVE collection, or None when no collection was recorded yet."""
-        collection = self.read_collection()
+        """Index stages bound to the ACTIVE collection (adopting a new sparse provider), or None before any."""
+        collection = self.collections.read_for_write()
         return self.indexer(collection) if collection is not None else None
 
     def _chunk_manager(self) -> ChunkManager:

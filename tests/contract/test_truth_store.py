@@ -16,11 +16,17 @@ from ragindex.testing.contracts.claim_owners import ClaimOwnerContract
 from ragindex.testing.contracts.inspection import DocumentInspectionContract
 from ragindex.testing.contracts.parsed_documents import ParsedDocumentContract
 from ragindex.testing.contracts.reconcile_store import ReconcileStoreContract
+from ragindex.testing.contracts.score_stats import ScoreStatsContract
 from ragindex.testing.contracts.truth_store import TruthStoreContract
 
 
 class TestSqliteTruthStore(
-    TruthStoreContract, ReconcileStoreContract, ClaimOwnerContract, DocumentInspectionContract, ParsedDocumentContract
+    TruthStoreContract,
+    ReconcileStoreContract,
+    ClaimOwnerContract,
+    DocumentInspectionContract,
+    ParsedDocumentContract,
+    ScoreStatsContract,
 ):
     @pytest.fixture
     def store(self, sqlite_url: str) -> Iterator[SqlTruthStore]:
@@ -31,7 +37,12 @@ class TestSqliteTruthStore(
 
 @pytest.mark.mysql
 class TestMysqlTruthStore(
-    TruthStoreContract, ReconcileStoreContract, ClaimOwnerContract, DocumentInspectionContract, ParsedDocumentContract
+    TruthStoreContract,
+    ReconcileStoreContract,
+    ClaimOwnerContract,
+    DocumentInspectionContract,
+    ParsedDocumentContract,
+    ScoreStatsContract,
 ):
     @pytest.fixture
     def store(self, empty_mysql_url: str) -> Iterator[SqlTruthStore]:
@@ -68,7 +79,12 @@ class TestMysqlTruthStore(
 
 @pytest.mark.postgres
 class TestPostgresTruthStore(
-    TruthStoreContract, ReconcileStoreContract, ClaimOwnerContract, DocumentInspectionContract, ParsedDocumentContract
+    TruthStoreContract,
+    ReconcileStoreContract,
+    ClaimOwnerContract,
+    DocumentInspectionContract,
+    ParsedDocumentContract,
+    ScoreStatsContract,
 ):
     @pytest.fixture
     def store(self, empty_postgres_url: str) -> Iterator[SqlTruthStore]:

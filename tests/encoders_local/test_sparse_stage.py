@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import event
 
 from corpora import THREE_DOCS as CORPUS
 from ragindex.config.settings import Settings
@@ -133,6 +134,32 @@ def test_a_collection_built_before_sparse_adopts_it(
         present = on.index.vectors_present(collection, chunks[0].bucket_id)
         assert all("sparse" in present[c.chunk_id] for c in chunks)  # every chunk now has a sparse vector
         assert on.verify().ok
+
+
+def test_a_search_never_adopts_the_sparse_provider(
+    tmp_path: Path, corpus: Path, tiny_bge_m3: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The read path writes nothing: the adoption waits for the next ingest or repair (a read-only store serves)."""
+    data = tmp_path / "d"
+    with Engine(Settings(section_max_chars=0, data_dir=data)) as before:
+        before.ingest([corpus])
+
+    with (
+        caplog.at_level(logging.WARNING, logger="ragindex.pipeline.catalog"),
+        Engine(sparse_settings(data, tiny_bge_m3)) as on,
+    ):
+        on.store.engine.dispose()  # every connection from now on is read-only
+        event.listen(on.store.engine, "connect", lambda conn, _record: conn.execute("PRAGMA query_only = ON"))
+        hybrid = on.search(QUERIES[0], user_id=1, set_id=1)  # dense, bm25 and sparse
+        assert hybrid.hits and set(hybrid.hits[0].scores) == {"dense", "bm25"}
+        assert on.search(QUERIES[0], user_id=1, set_id=1, mode="sparse").hits == ()  # no sparse vector yet
+        assert on.store.list_index_meta()[0].sparse_model is None
+    assert caplog.text.count("has no vectors of sparse model") == 1  # said once per process
+
+    with Engine(sparse_settings(data, tiny_bge_m3)) as on:
+        on.repair()  # a write path: adopts the provider and gives the chunks their sparse vectors
+        assert on.store.list_index_meta()[0].sparse_model == on.sparse["sparse"].name
+        assert on.search(QUERIES[0], user_id=1, set_id=1, mode="sparse").hits
 
 
 def test_a_failed_sparse_stage_has_its_own_status_and_repair_converges(

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ragindex.cli.app import app, console, emit_json, engine_for, guarded
-from ragindex.cli.render import ingest_table, search_table, status_table, verify_table
+from ragindex.cli.render import ingest_table, scores_table, search_table, status_table, verify_table
 from ragindex.cli.signals import stops
-from ragindex.errors import EXIT_MISMATCH, EXIT_PARTIAL, ConfigurationError
+from ragindex.errors import EXIT_MISMATCH, EXIT_PARTIAL, ConfigurationError, InputError
 
 if TYPE_CHECKING:
     from ragindex.pipeline.sync import IngestReport
@@ -151,7 +151,9 @@ def search(
     set_id: SetId = 1,
     doc_id: Annotated[list[int] | None, typer.Option("--doc-id", help="Restrict to documents (repeatable).")] = None,
     mode: Annotated[str, typer.Option("--mode", help="dense, bm25, sparse or hybrid.")] = "hybrid",
-    top_k: Annotated[int, typer.Option("--top-k", help="Hits to return.")] = 10,
+    top_k: Annotated[
+        int | None, typer.Option("--top-k", help="Hits to return. Default: RAGINDEX_DEFAULT_TOP_K (10).")
+    ] = None,
     score_threshold: Annotated[float | None, typer.Option("--score-threshold", help="Drop hits below.")] = None,
     fusion: Annotated[str | None, typer.Option("--fusion", help="rrf, dbsf, combine or boost.")] = None,
     rerank: Annotated[
@@ -237,16 +239,38 @@ def search(
 
 
 @app.command()
-def status(as_json: Json = False) -> None:
-    """Documents and chunks per status, per set."""
+def status(
+    scores: Annotated[
+        bool,
+        typer.Option(
+            "--scores",
+            help="Also show the score-drift watch: top-1 / top-10 search scores per source and model, each "
+            "window's shift against the reference window.",
+        ),
+    ] = False,
+    reset: Annotated[
+        bool,
+        typer.Option("--reset", help="With --scores: forget the score windows; the next one becomes the reference."),
+    ] = False,
+    as_json: Json = False,
+) -> None:
+    """Documents and chunks per status, per set (and with --scores, the search scores per source and model)."""
 
     def body() -> None:
+        if reset and not scores:
+            raise InputError("--reset goes with --scores (it forgets the score windows)")
         with engine_for() as engine:
             report = engine.status()
+            if reset:
+                report["scores_reset"] = engine.reset_scores()
+            if scores:
+                report["scores"] = engine.score_report()
         if as_json:
             emit_json(report)
-        else:
-            console.print(status_table(report))
+            return
+        console.print(status_table(report))
+        if scores:
+            console.print(scores_table(report["scores"]))
 
     guarded(body)
 

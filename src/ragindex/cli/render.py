@@ -158,6 +158,32 @@ def status_table(report: dict[str, Any]) -> Table:
     return table
 
 
+def scores_table(report: list[dict[str, Any]]) -> Table:
+    """The score-drift watch: per source and fingerprint, the current window, the reference and the shift."""
+    table = Table(title="search scores (top-1 p10 / p50 / p90; top-10 p50)")
+    for name in ("source", "fingerprint", "window", "searches", "top-1", "top-10 p50", "reference p50", "shift"):
+        table.add_column(name)
+
+    def num(value: float | None) -> str:
+        return "-" if value is None else f"{value:.4g}"
+
+    for entry in report:
+        current, reference = entry["current"], entry["reference"]
+        top1 = current["top1"]
+        shift = entry["shift"]
+        table.add_row(
+            cell(entry["source"]),
+            cell(entry["fingerprint"]),
+            f"{current['window']} {current['state'].lower()}",
+            str(current["queries"]),
+            f"{num(top1['p10'])} / {num(top1['p50'])} / {num(top1['p90'])}",
+            num(current["top10"]["p50"]),
+            num(reference["top1"]["p50"]) if reference else "-",
+            cell("-" if shift is None else f"{shift:+.1%}", "bold red" if entry["drift"] else ""),
+        )
+    return table
+
+
 def verify_table(report: VerifyReport) -> Table:
     """One row per bucket: expected vs present, missing, orphans, unfinished."""
     table = Table(title=f"verify {report.collection or '(empty)'}: {'OK' if report.ok else 'MISMATCH'}")

@@ -402,6 +402,50 @@ class RerankSettings(SettingsSection):
     rerank_device: str = Field("cpu", description="torch device for the rerank model.")
 
 
+class DriftSettings(SettingsSection):
+    """Drift: the score-distribution watch of searches and the pinned queries of `ragindex eval --reference`."""
+
+    drift_enabled: bool = Field(
+        True,
+        description="Keep histograms of the top-1 and top-10 scores of searches per source and model fingerprint "
+        "in the truth store (`ragindex status --scores`, `/metrics`) and warn when they shift.",
+    )
+    drift_window_queries: int = Field(
+        200,
+        ge=1,
+        description="Searches per window; each closed window is compared with the reference window (the first one "
+        "closed for its source and fingerprint).",
+    )
+    drift_max_shift: float = Field(
+        0.2,
+        gt=0,
+        description="Log a warning when the median top-1 score of a closed window differs from the reference "
+        "window's by more than this fraction of it.",
+    )
+    drift_flush_seconds: float = Field(
+        30.0,
+        gt=0,
+        description="How often a background thread saves the scores held in memory (also once a window's worth is "
+        "held, and at close); a search itself never writes.",
+    )
+    drift_keep_windows: int = Field(
+        48, ge=1, description="Closed windows kept per source and fingerprint, besides the reference window."
+    )
+    drift_min_overlap: float = Field(
+        0.8,
+        ge=0,
+        le=1,
+        description="`ragindex eval --reference` fails (exit 1) when the mean overlap@k of the pinned queries' hits "
+        "is below this.",
+    )
+    drift_max_score_shift: float = Field(
+        0.1,
+        ge=0,
+        description="`ragindex eval --reference` fails (exit 1) when the scores of the pinned hits still found "
+        "changed by more than this fraction on average.",
+    )
+
+
 class PipelineSettings(SettingsSection):
     """Pipeline: the chunk state machine (claim leases, stale claims, retries), reconciler, mass-delete guard."""
 

@@ -24,6 +24,7 @@ from ragindex.config.sections import (
     ChunkerName,
     ChunkingSettings,
     DenseSettings,
+    DriftSettings,
     EncoderServerSettings,
     IndexSettings,
     LoadingSettings,
@@ -54,6 +55,7 @@ SECTIONS: dict[str, type[SettingsSection]] = {
     "sparse": SparseSettings,
     "retrieval": RetrievalSettings,
     "rerank": RerankSettings,
+    "drift": DriftSettings,
     "runtime": RuntimeSettings,
     "pipeline": PipelineSettings,
     "encoder_server": EncoderServerSettings,
@@ -71,6 +73,7 @@ class Settings(
     SparseSettings,
     RetrievalSettings,
     RerankSettings,
+    DriftSettings,
     RuntimeSettings,
     PipelineSettings,
     EncoderServerSettings,
@@ -155,6 +158,11 @@ class Settings(
     def rerank(self) -> RerankSettings:
         """The cross-encoder reranker."""
         return self.section(RerankSettings)
+
+    @property
+    def drift(self) -> DriftSettings:
+        """The score-drift watch and the reference-query check."""
+        return self.section(DriftSettings)
 
     @property
     def runtime(self) -> RuntimeSettings:

@@ -7,9 +7,10 @@ from typing import Any
 
 from rich.table import Table
 
+from ragindex.eval.reference import RecheckReport
 from ragindex.eval.runner import REPORTED, ModeResult
 
-__all__ = ["eval_json", "eval_table", "markdown_table"]
+__all__ = ["eval_json", "eval_table", "markdown_table", "recheck_table"]
 
 _HEADERS = {"ndcg@10": "nDCG@10", "recall@10": "recall@10", "recall@100": "recall@100", "mrr@10": "MRR@10"}
 
@@ -50,3 +51,25 @@ def markdown_table(results: Sequence[ModeResult] | Sequence[dict[str, Any]]) -> 
         for r in rows
     ]
     return "\n".join([head, rule, *body])
+
+
+def recheck_table(report: RecheckReport, title: str = "reference") -> Table:
+    """One row per pinned query (overlap@k, score shift), then the means against their limits."""
+    verdict = "ok" if report.ok else "DRIFTED"
+    table = Table(title=f"{title}: {verdict} ({len(report.queries)} queries)")
+    table.add_column("query")
+    for name in ("overlap@k", "found", "score shift"):
+        table.add_column(name, justify="right")
+    for check in report.queries:
+        shift = "-" if check.score_shift is None else f"{check.score_shift:.2%}"
+        table.add_row(check.query, f"{check.overlap:.2f}", f"{check.found}/{check.pinned}", shift)
+    table.add_section()
+    table.add_row(
+        f"mean (limits: overlap >= {report.min_overlap}, shift <= {report.allowed_shift:.0%})",
+        f"{report.overlap:.2f}",
+        "",
+        f"{report.score_shift:.2%} (max {report.max_score_shift:.2%})",
+    )
+    if report.fingerprint_pinned != report.fingerprint_now:
+        table.caption = f"dense model: pinned with {report.fingerprint_pinned}, now {report.fingerprint_now}"
+    return table

@@ -2,6 +2,10 @@
 
 Opening a collection with another dense model, BM25 configuration or learned sparse model is a hard error that
 names the fix (seed 000 section 9.7); a collection is never filled with two vector spaces.
+
+Reads never write: :meth:`CollectionCatalog.read` only checks. A collection adopts a newly configured learned sparse
+provider on the write paths (:meth:`~CollectionCatalog.read_for_write`, :meth:`~CollectionCatalog.write`), which are
+also the ones that give its chunks their sparse vectors.
 """
 
 from __future__ import annotations
@@ -45,18 +49,29 @@ class CollectionCatalog:
         self.backend = backend
         self._dense = dense
         self.sparse = sparse
+        self._unadopted: set[str] = set()  # collections reported as not having adopted the sparse provider
 
     def read(self) -> str | None:
-        """The collection searches read (the ACTIVE one), checked against the configured models; None if empty."""
+        """The collection searches read (the ACTIVE one), checked against the configured models; None if empty.
+
+        Read-only: a collection that has not adopted the configured sparse provider yet is only reported (once).
+        """
+        return self._active(adopt=False)
+
+    def read_for_write(self) -> str | None:
+        """The ACTIVE collection for a write (repair, chunk edits): checked, adopting a new sparse provider."""
+        return self._active(adopt=True)
+
+    def _active(self, *, adopt: bool) -> str | None:
         active = [m for m in self.store.list_index_meta() if m.state == CollectionState.ACTIVE]
         if not active:
             return None
-        self.check(active[0])
+        self.check(active[0], adopt=adopt)
         return active[0].collection
 
     def write(self) -> str:
         """The collection ingests write, created (and recorded as ACTIVE) on the first ingest."""
-        collection = self.read()
+        collection = self.read_for_write()
         if collection is not None:
             return collection
         name = self.prefix
@@ -83,11 +98,12 @@ class CollectionCatalog:
         provider = self.sparse.get(VectorKind.SPARSE)
         return provider.name if provider is not None else None
 
-    def _check_sparse_meta(self, meta: IndexMeta) -> None:
+    def _check_sparse_meta(self, meta: IndexMeta, *, adopt: bool) -> None:
         """A collection's learned sparse vectors come from one sparse model: never mix two in one collection.
 
-        A collection built before a sparse provider was configured adopts it (its shards always have the
-        ``sparse`` named vector); turning the provider off only disables sparse search.
+        A collection built before a sparse provider was configured adopts it on the next write (its shards always
+        have the ``sparse`` named vector); until then sparse search finds none of its chunks. Turning the provider
+        off only disables sparse search.
         """
         name = self._sparse_name()
         if name is None or meta.sparse_model == name:
@@ -99,6 +115,16 @@ class CollectionCatalog:
                 "top_k, min_weight), or build a new collection with `ragindex reindex --into NAME`.",
                 collection=meta.collection,
             )
+        if not adopt:
+            if meta.collection not in self._unadopted:
+                self._unadopted.add(meta.collection)
+                log.warning(
+                    "collection %s has no vectors of sparse model %s yet: sparse search finds none of its chunks "
+                    "until the next ingest or repair gives them",
+                    meta.collection,
+                    name,
+                )
+            return
         self.store.put_index_meta(replace(meta, sparse_model=name))
         log.warning(
             "collection %s now records sparse model %s; chunks indexed before get their sparse vectors on the "
@@ -107,8 +133,11 @@ class CollectionCatalog:
             name,
         )
 
-    def check(self, meta: IndexMeta) -> None:
-        """Refuse a collection built with other models or BM25 settings (the error names the fix)."""
+    def check(self, meta: IndexMeta, *, adopt: bool = False) -> None:
+        """Refuse a collection built with other models or BM25 settings (the error names the fix).
+
+        ``adopt``: record a newly configured sparse provider in the collection's metadata (write paths only).
+        """
         fingerprint = self._dense().fingerprint
         if meta.dense_fingerprint != fingerprint:
             raise FingerprintMismatchError(
@@ -126,7 +155,7 @@ class CollectionCatalog:
                 f"settings give {expected}; restore the RAGINDEX_BM25_* settings or reindex into a new collection.",
                 collection=meta.collection,
             )
-        self._check_sparse_meta(meta)
+        self._check_sparse_meta(meta, adopt=adopt)
 
 
 def _what_changed(recorded: str, configured: str) -> str:

@@ -130,6 +130,8 @@ class Retriever:
         rerank_candidates: Live (backfilled) fused candidates the reranker scores.
         enabled_sources: The sources searches may run (``RAGINDEX_RECALL_ENABLED_SOURCES``); None: every
             configured one.
+        observe: Given each ranked score list of a search: ``(source, fingerprint, scores)`` for every source run,
+            the ``fused`` list of a hybrid search and the ``rerank`` list (the score-drift watch; memory only).
     """
 
     def __init__(
@@ -146,8 +148,10 @@ class Retriever:
         reranker: Callable[[], Reranker] | None = None,
         rerank_candidates: int = 50,
         enabled_sources: tuple[str, ...] | None = None,
+        observe: Callable[[str, str, Sequence[float]], None] | None = None,
     ) -> None:
         self.enabled_sources = enabled_sources
+        self._observe = observe
         self._reranker = reranker
         self.rerank_candidates = rerank_candidates
         self.store = store
@@ -205,8 +209,10 @@ class Retriever:
         per_source = request.candidates if hybrid else request.top_k * 2 + 10
         if request.rerank:  # over-fetch so that the reranker sees rerank_candidates live chunks
             per_source = max(per_source, self.rerank_candidates + (0 if hybrid else 10))
+        first = True
         while True:
-            fused, full = self._fused(request, queries, collection, per_source, failures, latency)
+            fused, full = self._fused(request, queries, collection, per_source, failures, latency, watch=first)
+            first = False
             t0 = time.perf_counter()
             views, enough = self._backfill(fused, request)
             latency["backfill"] = latency.get("backfill", 0.0) + _ms(t0)
@@ -217,6 +223,7 @@ class Retriever:
             per_source = min(per_source * 4, _MAX_CANDIDATES)
         if request.rerank:
             fused = self._rerank(request.query, fused, views, latency)
+            self._watch("rerank", [item.score for item in fused])
         hits = _build_hits(fused, views, request)
         if skipped:
             hits = [replace(hit, skipped=skipped) for hit in hits]
@@ -238,8 +245,13 @@ class Retriever:
         per_source: int,
         failures: SourceFailures,
         latency: dict[str, float],
+        *,
+        watch: bool,
     ) -> tuple[list[Fused], bool]:
-        """Each source's ``per_source`` best candidates, as chunks, fused; and whether any source filled its list."""
+        """Each source's ``per_source`` best candidates, as chunks, fused; and whether any source filled its list.
+
+        With ``watch`` the score lists go to the score-drift watch (the first round of a search only).
+        """
         hybrid = request.mode == SearchMode.HYBRID
         bucket = bucket_of(request.user_id, self.bucket_count)
         tenant = TenantFilter(request.user_id, request.set_id, request.doc_ids)
@@ -262,6 +274,9 @@ class Retriever:
                 failures.record(source, error)
         failures.check_left(lists)
         latency["search"] = latency.get("search", 0.0) + _ms(t0)
+        if watch:
+            for source, items in lists.items():
+                self._watch(source, [score for _, score in items])
 
         t0 = time.perf_counter()
         full = any(len(items) >= per_source for items in lists.values())
@@ -272,6 +287,8 @@ class Retriever:
         weights = {s: w for s, w in self.rrf_weights.items() if s in ranked} or None
         fused = fuse(request.fusion, ranked, k=self.rrf_k, weights=weights) if hybrid else _single(ranked)
         latency["fuse"] = latency.get("fuse", 0.0) + _ms(t0)
+        if watch and hybrid:
+            self._watch("fused", [item.score for item in fused], fusion=request.fusion, sources=tuple(lists))
         return fused, full
 
     def _backfill(self, fused: Sequence[Fused], request: SearchRequest) -> tuple[dict[str, ChunkView], bool]:
@@ -291,6 +308,21 @@ class Retriever:
             if sum(1 for item in fused[:start] if _usable(item, views, threshold)) >= want:
                 return views, True
         return views, False
+
+    def _watch(self, source: str, scores: Sequence[float], *, fusion: str = "", sources: tuple[str, ...] = ()) -> None:
+        """Hand one ranked score list to the score-drift watch, with the fingerprint of what scored it."""
+        if self._observe is None or not scores:
+            return
+        if source == VectorKind.DENSE:
+            fingerprint = self._dense().fingerprint
+        elif source == "fused":  # fused scores depend on the fusion and on which sources took part
+            fingerprint = f"{fusion}(k={self.rrf_k})" if fusion == "rrf" else fusion
+            fingerprint += ":" + "+".join(sources)
+        elif source == "rerank" and self._reranker is not None:
+            fingerprint = self._reranker().name
+        else:
+            fingerprint = self.sparse[source].name
+        self._observe(source, fingerprint, scores)
 
     def _language_guard(
         self, query: str, sources: tuple[str, ...]

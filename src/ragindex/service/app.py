@@ -98,6 +98,8 @@ def _start(settings: Settings, service: ServiceSettings, given: ServiceEngine | 
             lambda: (runner.depth, runner.current is not None),
             reconcile=engine.store,
             reconcile_passes=lambda: loops[0].counts if loops else None,
+            scores=engine.store,
+            max_shift=settings.drift_max_shift,
         )
         metrics_ref.append(metrics)
         blob_root = (service.blob_dir or settings.data_dir / "blobs").expanduser().resolve()

@@ -12,6 +12,11 @@
   ``ragindex_reconcile_retry_failures_total``, ``ragindex_reconcile_passes_total``,
   ``ragindex_reconcile_last_pass_timestamp_seconds`` and ``ragindex_reconcile_last_pass_duration_seconds``; and
   this process's own passes, ``ragindex_reconcile_process_passes_total{outcome="done|skipped|error"}``.
+* The score-drift watch, read from the truth store on every scrape (every process's searches):
+  ``ragindex_search_score{source,fingerprint,metric="top1|top10",quantile="0.1|0.5|0.9"}`` of the last closed window
+  (the open one before any closed), ``ragindex_search_score_shift{source,fingerprint}`` (relative change of its median
+  top-1 score against the reference window), ``ragindex_search_score_drift{source,fingerprint}`` (1 beyond
+  ``RAGINDEX_DRIFT_MAX_SHIFT``) and ``ragindex_search_score_searches{source,fingerprint}`` (searches in that window).
 """
 
 from __future__ import annotations
@@ -28,9 +33,10 @@ from prometheus_client.registry import Collector
 
 from ragindex.pipeline.reconcile import ACTIONS
 from ragindex.pipeline.sync import IngestReport
+from ragindex.retrieval.drift import score_report
 from ragindex.service.asgi import HttpMiddleware
 from ragindex.service.store import JobRow
-from ragindex.store.protocol import ChunkStore, ReconcileStore
+from ragindex.store.protocol import ChunkStore, ReconcileStore, ScoreStatsStore
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +117,56 @@ class _ReconcileCollector(Collector):
             yield passes
 
 
+class _ScoreCollector(Collector):
+    """The score-drift watch's windows (every process's searches), read at scrape time."""
+
+    def __init__(self, store: ScoreStatsStore, max_shift: float) -> None:
+        self.store = store
+        self.max_shift = max_shift
+
+    def collect(self) -> Iterator[Metric]:
+        labels = ["source", "fingerprint"]
+        scores = GaugeMetricFamily(
+            "ragindex_search_score",
+            "Search score quantiles of the last closed window (top1: best score; top10: the first ten)",
+            labels=[*labels, "metric", "quantile"],
+        )
+        shifts = GaugeMetricFamily(
+            "ragindex_search_score_shift",
+            "Relative change of the median top-1 score of the last closed window against the reference window",
+            labels=labels,
+        )
+        drift = GaugeMetricFamily(
+            "ragindex_search_score_drift", "1 when the shift is beyond RAGINDEX_DRIFT_MAX_SHIFT", labels=labels
+        )
+        searches = GaugeMetricFamily(
+            "ragindex_search_score_searches",
+            "Searches counted in the window that ragindex_search_score shows",
+            labels=labels,
+        )
+        try:
+            report = score_report(self.store.score_windows(), self.max_shift)
+        except Exception:  # a scrape must not fail because the store is briefly unavailable
+            log.warning("search score windows unavailable for /metrics", exc_info=True)
+            report = []
+        for entry in report:
+            key = [entry["source"], entry["fingerprint"]]
+            window = entry["last_closed"] or entry["reference"] or entry["current"]
+            searches.add_metric(key, window["queries"])
+            for metric in ("top1", "top10"):
+                for name, quantile in (("p10", "0.1"), ("p50", "0.5"), ("p90", "0.9")):
+                    value = window[metric][name]
+                    if value is not None:
+                        scores.add_metric([*key, metric, quantile], value)
+            if entry["shift"] is not None:
+                shifts.add_metric(key, entry["shift"])
+                drift.add_metric(key, 1 if entry["drift"] else 0)
+        yield scores
+        yield searches
+        yield shifts
+        yield drift
+
+
 class Metrics:
     """The app's metrics.
 
@@ -120,6 +176,8 @@ class Metrics:
         jobs: Returns (queued jobs, whether a job runs).
         reconcile: Where the reconciler's totals are read (None: no reconciler metrics).
         reconcile_passes: This process's passes by outcome (None while its reconciler does not run).
+        scores: Where the score-drift watch's windows are read (None: no search score metrics).
+        max_shift: ``RAGINDEX_DRIFT_MAX_SHIFT``.
     """
 
     def __init__(
@@ -130,6 +188,8 @@ class Metrics:
         *,
         reconcile: ReconcileStore | None = None,
         reconcile_passes: Callable[[], Mapping[str, int] | None] = lambda: None,
+        scores: ScoreStatsStore | None = None,
+        max_shift: float = 0.2,
     ) -> None:
         self.registry = CollectorRegistry()
         self.latency = Histogram(
@@ -157,6 +217,8 @@ class Metrics:
         self.registry.register(_StoreCollector(store, kinds, jobs))
         if reconcile is not None:
             self.registry.register(_ReconcileCollector(reconcile, reconcile_passes))
+        if scores is not None:
+            self.registry.register(_ScoreCollector(scores, max_shift))
 
     def observe(self, route: str, method: str, status: int, started: float) -> None:
         """Record one request."""

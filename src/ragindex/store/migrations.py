@@ -124,6 +124,11 @@ def m011_purge_scan_index(conn: Connection) -> None:
     _create_missing_index(conn, schema.chunks, "ix_chunks_purge_scan")
 
 
+def m012_score_stats(conn: Connection) -> None:
+    """The score-drift watch's windows: ``score_stats`` (see :mod:`ragindex.retrieval.drift`)."""
+    schema.score_stats.create(conn, checkfirst=True)
+
+
 def _create_missing_index(conn: Connection, table: Table, name: str) -> None:
     """Create index ``name`` of ``schema.py``'s ``table`` unless the database has it."""
     if name not in {i["name"] for i in inspect(conn).get_indexes(table.name)}:
@@ -157,6 +162,7 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("m009_reconciler_lock", m009_reconciler_lock),
     ("m010_parsed_documents", m010_parsed_documents),
     ("m011_purge_scan_index", m011_purge_scan_index),
+    ("m012_score_stats", m012_score_stats),
 )
 
 

@@ -32,6 +32,8 @@ from ragindex.store.records import (
     ParsedDocument,
     ReconcileTotals,
     RunRow,
+    ScoreBatch,
+    ScoreWindow,
     UnitTally,
 )
 from ragindex.store.states import CLAIMABLE, RunStatus
@@ -445,6 +447,28 @@ class ReconcileStore(Protocol):
         ...
 
 
+class ScoreStatsStore(Protocol):
+    """The score-drift watch's windows: top-1 and top-10 score histograms per (source, fingerprint)."""
+
+    def record_scores(
+        self, batches: Sequence[ScoreBatch], *, window_queries: int, keep_windows: int
+    ) -> list[ScoreWindow]:
+        """Add each batch to the OPEN window of its key (concurrent processes add up); return the windows closed.
+
+        A window closes at ``window_queries`` searches; the first closed one of a key is its reference; of the other
+        closed windows the last ``keep_windows`` are kept.
+        """
+        ...
+
+    def score_windows(self, *, source: str | None = None, fingerprint: str | None = None) -> list[ScoreWindow]:
+        """Every stored window (optionally of one source and/or fingerprint), by source, fingerprint and number."""
+        ...
+
+    def clear_score_stats(self, *, source: str | None = None, fingerprint: str | None = None) -> int:
+        """Forget windows (optionally of one source and/or fingerprint); return how many rows went."""
+        ...
+
+
 class TruthStore(
     DocumentStore,
     ParsedDocumentStore,
@@ -455,6 +479,7 @@ class TruthStore(
     CollectionStore,
     EmbeddingCacheStore,
     ReconcileStore,
+    ScoreStatsStore,
     Protocol,
 ):
     """Every role of the truth store, as the pipeline and the engine use it."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ragindex.sketch import ScoreSketch
 from ragindex.types import Block, ChunkDraft, PageSpan, VectorKind
 
 
@@ -273,3 +274,37 @@ class OwnerRow:
     registered_at: datetime
     heartbeat_at: datetime
     lease_until: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreBatch:
+    """Scores of searches not yet saved, for one (source, fingerprint): the top-1 and top-10 histograms.
+
+    ``queries``: the searches counted (each added one top-1 score and up to ten top-10 scores).
+    """
+
+    source: str
+    fingerprint: str
+    queries: int
+    top1: ScoreSketch
+    top10: ScoreSketch
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreWindow:
+    """One window of the score-drift watch: at least ``drift_window_queries`` searches once CLOSED.
+
+    ``is_reference``: the window the others are compared with (the first closed one of its key).
+    """
+
+    source: str
+    fingerprint: str
+    window_no: int
+    state: str
+    is_reference: bool
+    queries: int
+    top1: ScoreSketch
+    top10: ScoreSketch
+    started_at: datetime
+    updated_at: datetime
+    closed_at: datetime | None

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     Column,
     DateTime,
     Float,
@@ -252,5 +253,32 @@ parsed_parts = Table(
     Column("field", String(16), primary_key=True),  # text | blocks | pages (the last two: compact JSON arrays)
     Column("seq", Integer, primary_key=True),
     Column("body", LongText, nullable=False),
+    **TABLE_OPTIONS,
+)
+
+# m012: the score-drift watch's windows: per (source, model fingerprint) and window, the histograms of the top-1 and
+# top-10 scores of at least ``drift_window_queries`` searches, with their quantiles (see ragindex.retrieval.drift).
+# Bounded: the reference window and the last ``drift_keep_windows`` windows of each key are kept.
+score_stats = Table(
+    "score_stats",
+    metadata,
+    Column("stats_key", String(64), primary_key=True),  # sha256 of source and fingerprint (MySQL key length)
+    Column("window_no", Integer, primary_key=True),
+    Column("source", String(32), nullable=False),
+    Column("fingerprint", String(512), nullable=False),
+    Column("state", String(16), nullable=False),  # OPEN (filling) | CLOSED
+    Column("is_reference", Boolean, nullable=False, default=False),
+    Column("queries", BigInteger, nullable=False),
+    Column("top1", JSON, nullable=False),  # ragindex.sketch.ScoreSketch.to_dict()
+    Column("top10", JSON, nullable=False),
+    Column("top1_p10", Float),
+    Column("top1_p50", Float),
+    Column("top1_p90", Float),
+    Column("top10_p10", Float),
+    Column("top10_p50", Float),
+    Column("top10_p90", Float),
+    Column("started_at", Timestamp, nullable=False),
+    Column("updated_at", Timestamp, nullable=False),
+    Column("closed_at", Timestamp),
     **TABLE_OPTIONS,
 )

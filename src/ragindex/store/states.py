@@ -75,3 +75,10 @@ class CollectionState(StrEnum):
     BUILDING = "BUILDING"
     ACTIVE = "ACTIVE"
     RETIRED = "RETIRED"
+
+
+class WindowState(StrEnum):
+    """State of a window of the score-drift watch: OPEN while searches fill it, then CLOSED."""
+
+    OPEN = "OPEN"
+    CLOSED = "CLOSED"

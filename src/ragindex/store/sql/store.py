@@ -13,6 +13,7 @@ from ragindex.store.sql.owners import SqlOwners
 from ragindex.store.sql.parsed import SqlParsedDocuments
 from ragindex.store.sql.reconcile import SqlReconcile
 from ragindex.store.sql.runs import SqlRuns
+from ragindex.store.sql.scores import SqlScoreStats
 
 
 class SqlTruthStore(
@@ -25,6 +26,7 @@ class SqlTruthStore(
     SqlEmbeddingCache,
     SqlReconcile,
     SqlParsedDocuments,
+    SqlScoreStats,
 ):
     """The truth store on SQL (SQLite by default; MySQL/MariaDB and PostgreSQL through the same code).
 
