@@ -220,7 +220,7 @@ def status(as_json: Json = False) -> None:
 
     def body() -> None:
         with engine_for() as engine:
-            report = engine.status()
+            report = engine.status().to_dict()
         if as_json:
             emit_json(report)
         else:

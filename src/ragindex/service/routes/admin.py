@@ -22,7 +22,7 @@ def whoami(caller: CallerDep) -> KeyInfo:
 @router.get("/status")
 def status(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
     """Documents and chunks per status per set, the collections, and the job queue."""
-    out = state.engine.status()
+    out = state.engine.status().to_dict()
     out["jobs"] = {JobState.QUEUED: state.jobs.depth, JobState.RUNNING: state.jobs.current}  # count, job id
     return out
 

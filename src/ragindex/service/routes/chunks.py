@@ -44,11 +44,11 @@ def patch_chunk(chunk_id: ChunkId, body: ChunkPatch, state: StateDep, caller: Ca
     if body.text is None and body.metadata is None:
         raise ValidationError("text", "give text, metadata, or both")
     state.engine.store.get_tenant_chunk(chunk_id, user_id=caller.user_id)
-    return state.engine.update_chunk(chunk_id, content=body.text, metadata=body.metadata)
+    return state.engine.update_chunk(chunk_id, content=body.text, metadata=body.metadata).to_dict()
 
 
 @router.delete("/chunks/{chunk_id}")
 def delete_chunk(chunk_id: ChunkId, state: StateDep, caller: CallerDep) -> dict[str, Any]:
     """Delete a chunk: gone from search at once, then purged from the index."""
     state.engine.store.get_tenant_chunk(chunk_id, user_id=caller.user_id)
-    return state.engine.delete_chunks([chunk_id])
+    return state.engine.delete_chunks([chunk_id]).to_dict()

@@ -131,7 +131,7 @@ def delete_document(
         raise NotFoundError(f"document {doc_id} not found", doc_id=doc_id)
     result = state.engine.delete_document(doc_id, user_id=caller.user_id)
     _drop_blob(state.blob_root, doc, store.documents_of_file(doc.user_id, doc.set_id, doc.file_uri))
-    return result
+    return result.to_dict()
 
 
 def _drop_blob(blob_root: Path, doc: DocumentRow, still_active: list[DocumentRow]) -> None:
