@@ -100,6 +100,15 @@ class Engine(Maintenance, Closing):
         """Stop the running operation at its next batch boundary (``Interrupted``); safe in a signal handler."""
         self._stop.set()
 
+    @property
+    def stop_requested(self) -> bool:
+        """Whether the operation running in this thread (context) was asked to stop.
+
+        By :meth:`request_stop`, or because the caller of its :class:`~ragindex.aio.AsyncEngine` call was cancelled.
+        A long ``progress`` callback can check it; the operation itself stops at its next file or batch boundary.
+        """
+        return self._stop.is_set()
+
     # ------------------------------------------------------------------ lazily built parts
     def _part(self, attr: str, build: Callable[[], _Part]) -> _Part:
         """The part held in ``attr``, built by ``build`` on first use (once, whatever the threads)."""

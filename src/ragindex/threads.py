@@ -47,19 +47,34 @@ class IndexThread:
     def __init__(self) -> None:
         self._ident: int | None = None
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="ragindex-index", initializer=self._remember)
+        self._pending = 0
+        self._count_lock = threading.Lock()
 
     def _remember(self) -> None:
         self._ident = threading.get_ident()
+
+    @property
+    def pending(self) -> int:
+        """Calls queued on the index thread or running there (a long one, an ``optimize``, holds the others)."""
+        return self._pending
 
     def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run ``fn`` on the index thread and wait (directly when already on it)."""
         if threading.get_ident() == self._ident:
             return fn(*args, **kwargs)
-        return self._pool.submit(fn, *args, **kwargs).result()
+        return self.submit(fn, *args, **kwargs).result()
 
-    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+    def submit(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Future[T]:
         """Queue ``fn`` on the index thread."""
-        return self._pool.submit(fn, *args)
+        with self._count_lock:
+            self._pending += 1
+        future = self._pool.submit(fn, *args, **kwargs)
+        future.add_done_callback(self._finished)
+        return future
+
+    def _finished(self, _future: Future[Any]) -> None:
+        with self._count_lock:
+            self._pending -= 1
 
     def shutdown(self) -> None:
         """Finish queued calls and stop the thread."""
