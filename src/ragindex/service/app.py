@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
 from ragindex import factory
+from ragindex.aio import AsyncEngine
 from ragindex.config.settings import Settings
 from ragindex.engine import Engine
 from ragindex.errors import RagindexError
@@ -85,6 +86,7 @@ def _start(settings: Settings, service: ServiceSettings, given: ServiceEngine | 
             settings=engine.settings,
             service=service,
             engine=engine,
+            aengine=AsyncEngine(engine=engine),  # the routes' calls: on its pool, never on the event loop
             store=store,
             jobs=runner,
             metrics=metrics,
@@ -157,7 +159,10 @@ def create_app(
         try:
             yield
         finally:
-            await run_in_threadpool(_stop, state)
+            try:
+                await state.aengine.aclose()  # the routes' calls still running end first (it leaves the engine open)
+            finally:
+                await run_in_threadpool(_stop, state)
 
     app = FastAPI(
         title="ragindex",

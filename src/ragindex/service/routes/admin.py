@@ -20,26 +20,26 @@ def whoami(caller: CallerDep) -> KeyInfo:
 
 
 @router.get("/status")
-def status(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
+async def status(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
     """Documents and chunks per status per set, the collections, and the job queue."""
-    out = state.engine.status().to_dict()
+    out = (await state.aengine.status()).to_dict()
     out["jobs"] = {JobState.QUEUED: state.jobs.depth, JobState.RUNNING: state.jobs.current}  # count, job id
     return out
 
 
 @router.post("/verify")
-def verify(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
+async def verify(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
     """Compare the truth store with the index (read-only; holds the index thread while it scans)."""
-    return state.engine.verify().to_dict()
+    return (await state.aengine.verify()).to_dict()
 
 
 @router.post("/repair")
-def repair(state: StateDep, _admin: AdminDep, body: RepairRequest | None = None) -> dict[str, Any]:
+async def repair(state: StateDep, _admin: AdminDep, body: RepairRequest | None = None) -> dict[str, Any]:
     """Converge the index copies to the truth store (``{"dry_run": true}`` only reports)."""
-    return state.engine.repair(dry_run=body.dry_run if body else False).to_dict()
+    return (await state.aengine.repair(dry_run=body.dry_run if body else False)).to_dict()
 
 
 @router.post("/optimize")
-def optimize(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
+async def optimize(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
     """Build the HNSW graphs of every bucket in use. On Edge this freezes the whole process: quiet hours only."""
-    return {"optimized": state.engine.optimize_all()}
+    return {"optimized": await state.aengine.run_sync(state.engine.optimize_all)}

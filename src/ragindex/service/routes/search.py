@@ -14,14 +14,14 @@ router = APIRouter(prefix="/v1", tags=["search"])
 
 
 @router.post("/search")
-def search(body: SearchRequest, state: StateDep, caller: CallerDep) -> dict[str, Any]:
+async def search(body: SearchRequest, state: StateDep, caller: CallerDep) -> dict[str, Any]:
     """Search one set of the key's tenant; every hit is backfilled from the truth store."""
     options: dict[str, Any] = {}
     if body.rerank is not None:
         if not state.rerank_supported:
             raise ValidationError("rerank", "rerank not available")
         options["rerank"] = body.rerank
-    result = state.engine.search(
+    result = await state.aengine.search(
         body.query,
         user_id=caller.user_id,
         set_id=body.set_id,
