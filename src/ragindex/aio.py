@@ -63,7 +63,8 @@ class AsyncEngine:
         workers: Threads of the pool (default ``RAGINDEX_ASYNC_WORKERS``): the most calls running at once; the
             others wait for a thread.
 
-    Use ``async with AsyncEngine() as engine:``, or call :meth:`aclose`. Cancellation: see :mod:`ragindex.aio`.
+    Use ``async with await AsyncEngine.open() as engine:`` (or ``AsyncEngine()``), or call :meth:`aclose`.
+    Cancellation: see :mod:`ragindex.aio`.
     """
 
     def __init__(
@@ -85,6 +86,15 @@ class AsyncEngine:
         self.workers = size
         self._pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="ragindex-async")
         self._closed = False
+
+    @classmethod
+    async def open(cls, settings: Settings | None = None, *, workers: int | None = None) -> Self:
+        """Build the engine on a thread, so that opening the truth store (and migrating it) never blocks the loop.
+
+        ``AsyncEngine(settings)`` does the same in the calling thread (milliseconds for SQLite, a connection for
+        a database server).
+        """
+        return await asyncio.to_thread(cls, settings, workers=workers)
 
     # ------------------------------------------------------------------ lifecycle
     @property

@@ -88,7 +88,7 @@ def test_every_public_engine_method_is_a_coroutine_with_the_same_signature() -> 
 
 
 async def test_a_closed_engine_refuses_calls_and_closing_twice_is_fine(tmp_path: Path) -> None:
-    engine = AsyncEngine(Settings(data_dir=tmp_path / "d"), workers=2)
+    engine = await AsyncEngine.open(Settings(data_dir=tmp_path / "d"), workers=2)
     assert isinstance(engine.engine, ThreadedEngine) and engine.workers == 2
     assert (await engine.status()).sets == ()
     await engine.aclose()
