@@ -72,6 +72,8 @@ class AsyncEngine:
     ) -> None:
         if engine is not None and settings is not None:
             raise InputError("give settings or an engine, not both (the engine has its settings)")
+        if workers is not None and workers < 1:
+            raise InputError(f"workers must be at least 1, not {workers}")
         if engine is None:
             from ragindex.threads import ThreadedEngine
 
@@ -81,8 +83,6 @@ class AsyncEngine:
             self._owns_engine = False
         self.engine = engine
         size = workers if workers is not None else engine.settings.async_workers
-        if size < 1:
-            raise InputError(f"workers must be at least 1, not {size}")
         self.workers = size
         self._pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="ragindex-async")
         self._closed = False

@@ -97,6 +97,8 @@ async def test_a_closed_engine_refuses_calls_and_closing_twice_is_fine(tmp_path:
         await engine.status()
     with pytest.raises(InputError, match="not both"):
         AsyncEngine(Settings(data_dir=tmp_path / "e"), engine=engine.engine)
+    with pytest.raises(InputError, match="at least 1"):
+        AsyncEngine(Settings(data_dir=tmp_path / "e"), workers=0)
 
 
 async def test_a_given_engine_is_left_open(tmp_path: Path, corpus: Path) -> None:
