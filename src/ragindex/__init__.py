@@ -13,6 +13,8 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "Engine": "ragindex.engine",
+    "AsyncEngine": "ragindex.aio",
+    "ThreadedEngine": "ragindex.threads",
     "Settings": "ragindex.config.settings",
     "Document": "ragindex.types",
     "ChunkDraft": "ragindex.types",
@@ -25,6 +27,13 @@ _EXPORTS = {
     "MergedHit": "ragindex.types",
     "Script": "ragindex.language",
     "ParsedDocument": "ragindex.store.records",
+    "StatusReport": "ragindex.results",
+    "SetStatus": "ragindex.results",
+    "CollectionStatus": "ragindex.results",
+    "ChunkUpdate": "ragindex.results",
+    "DeleteResult": "ragindex.results",
+    "ReindexResult": "ragindex.results",
+    "StaleRelease": "ragindex.results",
     "RagindexError": "ragindex.errors",
     "InputError": "ragindex.errors",
     "ValidationError": "ragindex.errors",
@@ -44,6 +53,8 @@ _EXPORTS = {
 __all__ = [
     "__version__",
     "Engine",
+    "AsyncEngine",
+    "ThreadedEngine",
     "Settings",
     "Document",
     "ChunkDraft",
@@ -56,6 +67,13 @@ __all__ = [
     "MergedHit",
     "Script",
     "ParsedDocument",
+    "StatusReport",
+    "SetStatus",
+    "CollectionStatus",
+    "ChunkUpdate",
+    "DeleteResult",
+    "ReindexResult",
+    "StaleRelease",
     "RagindexError",
     "InputError",
     "ValidationError",
@@ -73,6 +91,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from ragindex.aio import AsyncEngine
     from ragindex.config.settings import Settings
     from ragindex.engine import Engine
     from ragindex.errors import (
@@ -92,7 +111,17 @@ if TYPE_CHECKING:
         ValidationError,
     )
     from ragindex.language import Script
+    from ragindex.results import (
+        ChunkUpdate,
+        CollectionStatus,
+        DeleteResult,
+        ReindexResult,
+        SetStatus,
+        StaleRelease,
+        StatusReport,
+    )
     from ragindex.store.records import ParsedDocument
+    from ragindex.threads import ThreadedEngine
     from ragindex.types import (
         ChunkDraft,
         Document,

@@ -19,6 +19,7 @@ from ragindex.closing import Closing
 from ragindex.config.settings import Settings
 from ragindex.maintenance import Maintenance
 from ragindex.pipeline.catalog import CollectionCatalog
+from ragindex.pipeline.stopping import StopSignal
 from ragindex.types import VectorKind
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from ragindex.pipeline.manage import ChunkManager
     from ragindex.pipeline.sync import IngestReport, ProgressFn
     from ragindex.pipeline.verify import VerifyReport
+    from ragindex.results import ChunkUpdate, DeleteResult, StatusReport
     from ragindex.retrieval.drift import ScoreWatch
     from ragindex.retrieval.rerank import Reranker
     from ragindex.store.records import ParsedDocument
@@ -67,7 +69,7 @@ class Engine(Maintenance, Closing):
             sparse=self.sparse,
         )
         self.owner = factory.build_process_owner(self.settings, self.store)  # index lock and claim lease
-        self._stop = threading.Event()
+        self._stop = StopSignal()  # engine-wide, or per call (ragindex.pipeline.stopping.operation_stop)
         self._index: VectorIndex | None = None
         self._index_wrapper = index_wrapper
         self._dense: DenseEncoder | None = None
@@ -105,6 +107,15 @@ class Engine(Maintenance, Closing):
     def request_stop(self) -> None:
         """Stop the running operation at its next batch boundary (``Interrupted``); safe in a signal handler."""
         self._stop.set()
+
+    @property
+    def stop_requested(self) -> bool:
+        """Whether the operation running in this thread (context) was asked to stop.
+
+        By :meth:`request_stop`, or because the caller of its :class:`~ragindex.aio.AsyncEngine` call was cancelled.
+        A long ``progress`` callback can check it; the operation itself stops at its next file or batch boundary.
+        """
+        return self._stop.is_set()
 
     # ------------------------------------------------------------------ lazily built parts
     def _part(self, attr: str, build: Callable[[], _Part]) -> _Part:
@@ -392,14 +403,15 @@ class Engine(Maintenance, Closing):
         result, rows = retriever.run(replace(request, top_k=shape.fetch(request.top_k)))
         return HitShaper(self.store).apply(result, shape, request.top_k, rows)
 
-    def status(self) -> dict[str, Any]:
-        """Documents and chunks per status, per set, plus the collections."""
-        counts = self.store.status_counts()
-        counts["collections"] = [
-            {"collection": m.collection, "state": m.state, "dense": m.dense_fingerprint}
+    def status(self) -> StatusReport:
+        """Documents and chunks per status, per set, plus the collections (``to_dict()``: ``status --json``)."""
+        from ragindex.results import CollectionStatus, StatusReport
+
+        collections = [
+            CollectionStatus(collection=m.collection, state=m.state, dense=m.dense_fingerprint)
             for m in self.store.list_index_meta()
         ]
-        return counts
+        return StatusReport.from_counts(self.store.status_counts(), collections)
 
     def score_report(self) -> list[dict[str, Any]]:
         """The score-drift watch per source and fingerprint (see :func:`ragindex.retrieval.drift.score_report`)."""
@@ -467,7 +479,7 @@ class Engine(Maintenance, Closing):
 
     def update_chunk(
         self, chunk_id: str, content: str | None = None, metadata: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
+    ) -> ChunkUpdate:
         """Edit one chunk (seed 4.4): unchanged content re-embeds nothing; changed content is re-indexed in place.
 
         The chunk keeps its id (the index point id); ``reembedded`` says whether its copies were rewritten.
@@ -475,18 +487,18 @@ class Engine(Maintenance, Closing):
         """
         return self._chunk_manager().update_chunk(chunk_id, content, metadata)
 
-    def delete_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Any]:
+    def delete_chunks(self, chunk_ids: Sequence[str]) -> DeleteResult:
         """Delete chunks (seed 4.5): REMOVED in the truth store first (gone from search), then purged from the index.
 
-        Returns counts ``{removed, purged, purge_failed, ...}``; a failed purge is left for :meth:`repair`.
+        Returns the counts (``removed``, ``purged``, ``purge_failed``, ...); a failed purge is left for :meth:`repair`.
         """
         return self._chunk_manager().delete_chunks(chunk_ids)
 
-    def delete_document(self, doc_id: int, *, user_id: int | None = None) -> dict[str, Any]:
+    def delete_document(self, doc_id: int, *, user_id: int | None = None) -> DeleteResult:
         """Delete a document and its chunks (see :meth:`delete_chunks`)."""
         return self._chunk_manager().delete_document(doc_id, user_id=user_id)
 
-    def delete_source(self, path: str | Path, *, user_id: int = 1, set_id: int = 1) -> dict[str, Any]:
+    def delete_source(self, path: str | Path, *, user_id: int = 1, set_id: int = 1) -> DeleteResult:
         """Delete the documents of (user_id, set_id) whose file is ``path`` or lies under that folder."""
         from ragindex.retrieval.search import validate_ids
 

@@ -8,7 +8,7 @@ each method builds the pipeline object that does the work (:mod:`ragindex.pipeli
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ragindex import factory
 from ragindex.store.records import IndexMeta
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from ragindex.pipeline.reconcile import Reconciler
     from ragindex.pipeline.reindex import ReindexReport
     from ragindex.pipeline.repair import Repairer, RepairReport
+    from ragindex.pipeline.stopping import StopSignal
+    from ragindex.results import ReindexResult, StaleRelease
     from ragindex.store.protocol import TruthStore
 
 
@@ -36,6 +38,7 @@ class Maintenance:
         sparse: dict[str, SparseEncoder]
         collections: CollectionCatalog
         owner: ProcessOwner
+        _stop: StopSignal
 
         @property
         def index(self) -> VectorIndex: ...  # noqa: D102
@@ -69,6 +72,7 @@ class Maintenance:
                     self.sparse,
                     bucket_count=self.settings.bucket_count,
                     batch_size=self.settings.embed_batch_size,
+                    stop=self._stop,
                 )
             builders.append((meta, builder))
         return Repairer(
@@ -116,22 +120,27 @@ class Maintenance:
             release_gone=lambda: self.owner.release_gone().ids,
         )
 
-    def repair_stale_indexing(self, limit: int | None = None, *, stale_seconds: float | None = None) -> dict[str, Any]:
+    def repair_stale_indexing(self, limit: int | None = None, *, stale_seconds: float | None = None) -> StaleRelease:
         """Release INDEXING claims older than the stale timeout (up to ``limit`` per kind), then index those chunks."""
         from ragindex.pipeline.repair import index_chunks
+        from ragindex.results import StaleRelease
 
         self.owner.begin(release=False)
         released = self._repairer(stale_seconds).release_stale(limit=limit)
         ids = list(dict.fromkeys(cid for kind_ids in released.values() for cid in kind_ids))
-        out: dict[str, Any] = {"released": {k: len(v) for k, v in released.items()}, "chunk_ids": ids[:10]}
+        counts = {k: len(v) for k, v in released.items()}
         indexer = self._active_indexer() if ids else None
-        if indexer is not None:
-            results = index_chunks(self.store, indexer, chunk_ids=ids)
-            out["indexed"] = {k: len(r.indexed) for k, r in results.items()}
-            out["failed"] = {k: len(r.failed) for k, r in results.items()}
-        return out
+        if indexer is None:
+            return StaleRelease(released=counts, chunk_ids=tuple(ids[:10]))
+        results = index_chunks(self.store, indexer, chunk_ids=ids)
+        return StaleRelease(
+            released=counts,
+            chunk_ids=tuple(ids[:10]),
+            indexed={k: len(r.indexed) for k, r in results.items()},
+            failed={k: len(r.failed) for k, r in results.items()},
+        )
 
-    def reindex_failed(self, ids: Sequence[str] | None = None) -> dict[str, Any]:
+    def reindex_failed(self, ids: Sequence[str] | None = None) -> ReindexResult:
         """Explicit retry (seed 4.6): FAILED copies (all, or of ``ids``) go back to PENDING whatever their attempts.
 
         Then exactly those chunks are indexed. Unknown or deleted ids raise NotFoundError before anything changes.
@@ -141,7 +150,7 @@ class Maintenance:
         self.owner.begin()
         return explicit_reindex(self.store, self.indexer, self.kinds, ids, from_statuses=(IndexStatus.FAILED,))
 
-    def reindex_chunks(self, ids: Sequence[str]) -> dict[str, Any]:
+    def reindex_chunks(self, ids: Sequence[str]) -> ReindexResult:
         """Rebuild the copies of the given chunks, FAILED or SUCCESS (an INDEXING claim is left to its owner)."""
         from ragindex.pipeline.repair import explicit_reindex
 
@@ -188,6 +197,7 @@ class Maintenance:
             bucket_count=self.settings.bucket_count,
             batch_size=self.settings.embed_batch_size,
             progress=progress,
+            stop=self._stop,
         )
         return reindex_into(
             self.store,

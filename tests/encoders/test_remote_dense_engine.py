@@ -38,7 +38,7 @@ def test_engine_ingests_and_searches_through_the_encoder_server(encoder_server, 
                 result = engine.search(query, user_id=1, set_id=1, mode="dense", top_k=3)
                 hits[query] = result.hits[0].filename
                 assert result.hits[0].filename == expected, hits
-            assert engine.status()["collections"][0]["dense"] == "openai:sentence-transformers/all-MiniLM-L6-v2"
+            assert engine.status().collections[0].dense == "openai:sentence-transformers/all-MiniLM-L6-v2"
         finally:
             dense.close()
     assert ("/v1/embeddings", 200) in encoder_server.requests[before:]

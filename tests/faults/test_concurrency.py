@@ -215,10 +215,10 @@ def test_a_change_while_a_worker_writes_the_old_copy_is_not_lost(
         assert paused.wait(60)  # claimed and encoded the old content, about to write it
         if change == "edit":
             result = engine.update_chunk(target.chunk_id, NEW_CHUNK_TEXT)
-            assert result["ok"], result  # the edit indexed the new content
+            assert result.ok, result  # the edit indexed the new content
         else:
             result = engine.delete_chunks([target.chunk_id])
-            assert result["purged"] == 1, result
+            assert result.purged == 1, result
         resume.set()
         thread.join(60)
     assert not errors, errors

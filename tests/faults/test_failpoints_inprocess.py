@@ -125,9 +125,9 @@ def test_raise_then_repair_converges(engine: Engine, corpus: Path, operation: st
         row = engine.store.get_chunks([target.chunk_id])[0]
         assert row.content == NEW_CHUNK_TEXT  # the truth holds the new content whatever the index has
         if target.status_of(kind) is None:  # a kind this unit does not carry (bm25 on a chunk, with sections)
-            assert result["content_changed"] and result["ok"] and row.status_of(kind) is None
+            assert result.content_changed and result.ok and row.status_of(kind) is None
         else:
-            assert result["content_changed"] and not result["ok"] and kind in result["failed"]
+            assert result.content_changed and not result.ok and kind in result.failed
             assert row.status_of(kind) == "FAILED"
 
     else:
@@ -143,8 +143,8 @@ def test_raise_then_repair_converges(engine: Engine, corpus: Path, operation: st
             result = engine.delete_document(target.doc_id)
         faults.disarm_all()
         # removed counts the chunks; purge counts index points, the document's section points too
-        assert result["removed"] == len(gone) and result["purge_failed"] >= len(gone)
-        assert result["next_action"] == "ragindex repair"
+        assert result.removed == len(gone) and result.purge_failed >= len(gone)
+        assert result.next_action == "ragindex repair"
         assert gone <= {r.chunk_id for r in engine.store.removed_unpurged()}
         hits = engine.search("ATP synthase turbine protons membrane", user_id=1, set_id=1, mode="bm25").hits
         assert not gone & {h.chunk_id for h in hits}  # REMOVED chunks never come back as hits

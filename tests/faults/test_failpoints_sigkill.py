@@ -182,7 +182,7 @@ def test_sigkill_during_repair_then_repair_again_converges(tmp_path: Path, point
         faults.disarm_all()
         target = chunk_by_text(engine, "ATP synthase")
         faults.arm("purge.before_index_delete")
-        assert engine.delete_chunks([target.chunk_id])["purge_failed"] == 1
+        assert engine.delete_chunks([target.chunk_id]).purge_failed == 1
         faults.disarm_all()
         assert engine.store.removed_unpurged()
     _killed(run_cli(data, ["repair", "--json"], f"{point}=kill", extra_env=env))

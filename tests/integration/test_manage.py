@@ -60,11 +60,11 @@ def test_changed_content_is_reembedded_under_the_same_point_id(engine: Engine) -
     new_text = "Octopuses have three hearts, blue copper-based blood and eight arms."
     result = engine.update_chunk(cid, new_text)
 
-    assert result["content_changed"] is True
-    assert result["reembedded"] is True
-    assert result["embedded"] == 1
-    assert result["ok"] is True
-    assert result["statuses"] == {"dense": "SUCCESS", "bm25": "SUCCESS"}
+    assert result.content_changed is True
+    assert result.reembedded is True
+    assert result.embedded == 1
+    assert result.ok is True
+    assert result.statuses == {"dense": "SUCCESS", "bm25": "SUCCESS"}
     assert engine.index.count(collection, bucket) == points_before  # same point, replaced in place
     assert in_index(engine, cid) == frozenset({"dense", "bm25"})
     # the vectors changed: the new content ranks the chunk first, by dense and by bm25
@@ -80,16 +80,16 @@ def test_unchanged_content_reembeds_nothing_and_merges_metadata(engine: Engine) 
     cid = top(engine, "sourdough starter yeast")
     row = engine.store.get_chunks([cid])[0]
     result = engine.update_chunk(cid, row.content, metadata={"reviewed": "yes"})
-    assert result["content_changed"] is False
-    assert result["reembedded"] is False
-    assert result["embedded"] == 0
-    assert result["metadata_updated"] is True
+    assert result.content_changed is False
+    assert result.reembedded is False
+    assert result.embedded == 0
+    assert result.metadata_updated is True
     after = engine.store.get_chunks([cid])[0]
     assert after.metadata["reviewed"] == "yes"
     assert after.content_hash == row.content_hash
     assert (after.dense_status, after.bm25_status) == ("SUCCESS", "SUCCESS")
     # metadata only
-    assert engine.update_chunk(cid, metadata={"lang": "en"})["reembedded"] is False
+    assert engine.update_chunk(cid, metadata={"lang": "en"}).reembedded is False
     assert engine.store.get_chunks([cid])[0].metadata == {"reviewed": "yes", "lang": "en"}
     assert engine.verify().ok
 
@@ -110,9 +110,9 @@ def test_a_failed_reembed_is_reported_and_left_for_repair(engine: Engine) -> Non
     cid = top(engine, "photosynthesis chloroplasts")
     faults.arm("dense.after_encode")
     result = engine.update_chunk(cid, "Mitochondria make ATP by oxidative phosphorylation.")
-    assert result["ok"] is False
-    assert result["reembedded"] is False
-    assert result["statuses"]["dense"] == "FAILED"
+    assert result.ok is False
+    assert result.reembedded is False
+    assert result.statuses["dense"] == "FAILED"
     faults.disarm_all()
     engine.repair()
     assert top(engine, "mitochondria ATP", mode="dense") == cid
@@ -124,13 +124,13 @@ def test_deleted_chunk_leaves_search_and_index(engine: Engine) -> None:
     cid = top(engine, "honeybee queen")
     assert in_index(engine, cid) is not None
     result = engine.delete_chunks([cid])
-    assert (result["removed"], result["purged"], result["purge_failed"]) == (1, 1, 0)
+    assert (result.removed, result.purged, result.purge_failed) == (1, 1, 0)
     for mode in ("dense", "bm25", "hybrid"):
         assert cid not in hit_ids(engine, "honeybee queen drones", mode=mode)
     assert in_index(engine, cid) is None
     assert engine.verify().ok
     again = engine.delete_chunks([cid])  # idempotent
-    assert (again["removed"], again["purged"], again["purge_failed"]) == (0, 0, 0)
+    assert (again.removed, again.purged, again.purge_failed) == (0, 0, 0)
 
 
 def test_delete_with_an_unknown_id_changes_nothing(engine: Engine) -> None:
@@ -145,9 +145,9 @@ def test_delete_document(engine: Engine) -> None:
     hit = engine.search("sourdough starter", user_id=1, set_id=1).hits[0]
     chunks = engine.store.chunks_of_document(hit.doc_id)
     result = engine.delete_document(hit.doc_id)
-    assert result["removed"] == len(chunks) >= 1
-    assert result["purged"] == len(chunks)
-    assert result["doc_ids"] == [hit.doc_id]
+    assert result.removed == len(chunks) >= 1
+    assert result.purged == len(chunks)
+    assert result.doc_ids == (hit.doc_id,)
     assert all(h.doc_id != hit.doc_id for h in engine.search("sourdough starter", user_id=1, set_id=1).hits)
     assert all(in_index(engine, c.chunk_id) is None for c in chunks)
     assert engine.verify().ok
@@ -157,10 +157,10 @@ def test_delete_document(engine: Engine) -> None:
 
 def test_delete_source_file_then_folder(engine: Engine, corpus: Path) -> None:
     one = engine.delete_source(corpus / "tcp.txt")
-    assert one["removed"] == 1 and one["purged"] == 1
+    assert one.removed == 1 and one.purged == 1
     assert not hit_ids(engine, "TCP congestion slow start", mode="bm25")
     rest = engine.delete_source(corpus)
-    assert rest["removed"] == len(CORPUS) - 1
+    assert rest.removed == len(CORPUS) - 1
     assert engine.search("honeybee sourdough photosynthesis", user_id=1, set_id=1).hits == ()
     assert engine.verify().ok
     with pytest.raises(NotFoundError):
@@ -173,8 +173,8 @@ def test_failed_purge_leaves_the_chunk_removed_for_repair(engine: Engine) -> Non
     cid = top(engine, "honeybee queen")
     faults.arm("purge.before_index_delete")
     result = engine.delete_chunks([cid])
-    assert (result["removed"], result["purged"], result["purge_failed"]) == (1, 0, 1)
-    assert result["next_action"] == "ragindex repair"
+    assert (result.removed, result.purged, result.purge_failed) == (1, 0, 1)
+    assert result.next_action == "ragindex repair"
     # out of search at once (truth first), though the index still holds the point
     assert cid not in hit_ids(engine, "honeybee queen drones")
     assert in_index(engine, cid) is not None

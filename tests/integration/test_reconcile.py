@@ -110,7 +110,7 @@ def test_a_chunk_that_always_fails_stops_at_max_attempts(make_engine: Callable[.
         assert reconciler.run_pass().actions["retry"] == 0
         assert dense_rows(engine, doc_id) == [("FAILED", 3)]
         assert engine.store.get_document(doc_id).status == "FAILED"
-        assert engine.reindex_failed()["indexed"]["dense"] == 1
+        assert engine.reindex_failed().indexed["dense"] == 1
         assert engine.verify().ok
 
 
@@ -119,9 +119,9 @@ def test_removed_copies_left_in_the_index_are_purged(engine: Engine, reconciler:
     faults.arm("purge.before_index_delete")
     out = engine.delete_document(doc.doc_id)
     faults.disarm_all()
-    assert out["purge_failed"] > 0 and not engine.verify().ok
+    assert out.purge_failed > 0 and not engine.verify().ok
     report = reconciler.run_pass()
-    assert report.actions["purge"] == out["purge_failed"]
+    assert report.actions["purge"] == out.purge_failed
     assert engine.store.removed_unpurged() == []
     assert engine.verify().ok
     assert reconciler.run_pass().actions["purge"] == 0

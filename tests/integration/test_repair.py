@@ -105,11 +105,11 @@ def test_repair_stale_indexing_entry_point(engine: Engine) -> None:
     ids = engine.store.all_active_chunk_ids()
     stuck(engine, "bm25", ids)
     time.sleep(0.05)
-    assert engine.repair_stale_indexing(limit=1, stale_seconds=0.01)["released"] == {"dense": 0, "bm25": 1}
+    assert engine.repair_stale_indexing(limit=1, stale_seconds=0.01).released == {"dense": 0, "bm25": 1}
     out = engine.repair_stale_indexing(stale_seconds=0.01)
-    assert out["released"]["bm25"] == len(ids) - 1
-    assert out["indexed"]["bm25"] == len(ids) - 1
-    assert engine.repair_stale_indexing(stale_seconds=0.01)["released"] == {"dense": 0, "bm25": 0}
+    assert out.released["bm25"] == len(ids) - 1
+    assert out.indexed["bm25"] == len(ids) - 1
+    assert engine.repair_stale_indexing(stale_seconds=0.01).released == {"dense": 0, "bm25": 0}
     assert engine.verify().ok
 
 
@@ -154,11 +154,11 @@ def test_max_attempts_is_respected_until_an_explicit_reindex(make_engine: Callab
         with pytest.raises(NotFoundError):
             engine.reindex_failed(["no-such-chunk"])
         out = engine.reindex_failed()  # explicit: regardless of attempts
-        assert out["chunks"] == 1 and out["indexed"] == {"dense": 1, "bm25": 1}
+        assert out.chunks == 1 and out.indexed == {"dense": 1, "bm25": 1}
         row = engine.store.get_chunks([cid])[0]
         assert (row.dense_status, row.bm25_status, row.attempts) == ("SUCCESS", "SUCCESS", 0)
         assert engine.verify().ok
-        assert engine.reindex_failed()["chunks"] == 0
+        assert engine.reindex_failed().chunks == 0
 
 
 def test_reindex_failed_by_id_and_forced_reindex_of_chunks(engine: Engine, corpus: Path) -> None:
@@ -167,13 +167,13 @@ def test_reindex_failed_by_id_and_forced_reindex_of_chunks(engine: Engine, corpu
     b = add_file(engine, corpus, "b.txt", "Rivers carve V-shaped valleys.")
     faults.disarm_all()
     out = engine.reindex_failed([a])
-    assert out["chunks"] == 1 and out["indexed"]["dense"] == 1
+    assert out.chunks == 1 and out.indexed["dense"] == 1
     assert engine.store.get_chunks([b])[0].dense_status == "FAILED"  # only the given one
     # a SUCCESS chunk: reindex_failed leaves it alone, reindex_chunks rebuilds it (from the cache)
-    assert engine.reindex_failed([a])["indexed"]["dense"] == 0
+    assert engine.reindex_failed([a]).indexed["dense"] == 0
     forced = engine.reindex_chunks([a, b])
-    assert forced["indexed"] == {"dense": 2, "bm25": 2}
-    assert forced["embedded"] == 0  # both vectors were cached before the injected fault (after encode)
+    assert forced.indexed == {"dense": 2, "bm25": 2}
+    assert forced.embedded == 0  # both vectors were cached before the injected fault (after encode)
     assert engine.verify().ok
 
 

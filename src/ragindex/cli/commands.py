@@ -260,7 +260,7 @@ def status(
         if reset and not scores:
             raise InputError("--reset goes with --scores (it forgets the score windows)")
         with engine_for() as engine:
-            report = engine.status()
+            report = engine.status().to_dict()
             if reset:
                 report["scores_reset"] = engine.reset_scores()
             if scores:

@@ -121,8 +121,8 @@ def reindex(
                     payload = engine.reindex_into(into, model=model, drop_old=drop_old, progress=_checkpoint).to_dict()
                 ok = True
             else:
-                payload = engine.reindex_failed() if mode == "--failed" else engine.reindex_chunks(ids)
-                ok = not any(payload["failed"].values())
+                result = engine.reindex_failed() if mode == "--failed" else engine.reindex_chunks(ids)
+                payload, ok = result.to_dict(), result.ok
         if as_json:
             emit_json(payload)
         else:
@@ -155,17 +155,17 @@ def delete(
         with engine_for() as engine:
             if mode == "--doc-id":
                 assert doc_id is not None
-                payload = engine.delete_document(doc_id, user_id=user_id)
+                result = engine.delete_document(doc_id, user_id=user_id)
             elif mode == "--chunk-id":
-                payload = engine.delete_chunks(ids)
+                result = engine.delete_chunks(ids)
             else:
                 assert source is not None
-                payload = engine.delete_source(source, user_id=user_id, set_id=set_id)
+                result = engine.delete_source(source, user_id=user_id, set_id=set_id)
         if as_json:
-            emit_json(payload)
+            emit_json(result.to_dict())
         else:
-            _show(f"delete {mode}", payload)
-        return not payload.get("purge_failed")
+            _show(f"delete {mode}", result.to_dict())
+        return result.ok
 
     if not guarded(body):
         raise typer.Exit(EXIT_PARTIAL)
@@ -192,12 +192,12 @@ def update_chunk(
             except (OSError, UnicodeDecodeError) as exc:
                 raise InputError(f"cannot read {file}: {exc}", path=str(file)) from exc
         with engine_for() as engine:
-            payload = engine.update_chunk(chunk_id, content)
+            result = engine.update_chunk(chunk_id, content)
         if as_json:
-            emit_json(payload)
+            emit_json(result.to_dict())
         else:
-            _show("update-chunk", payload)
-        return bool(payload["ok"])
+            _show("update-chunk", result.to_dict())
+        return result.ok
 
     if not guarded(body):
         raise typer.Exit(EXIT_PARTIAL)

@@ -169,10 +169,18 @@ class ChunkingSettings(SettingsSection):
 
 
 class RuntimeSettings(SettingsSection):
-    """Model runtime: how the local models (dense, BGE-M3, rerank) are loaded and run."""
+    """Model runtime: how the local models (dense, BGE-M3, rerank) load and run, and the async engine's threads."""
 
     hf_offline: bool = Field(True, description="Never contact the Hugging Face hub (local files only).")
     torch_threads: int | None = Field(None, ge=1, description="torch intra-op threads (default: torch's choice).")
+    async_workers: int = Field(
+        8,
+        ge=1,
+        le=256,
+        description="Threads of `AsyncEngine` (the HTTP service's routes run on them): the most engine calls "
+        "running at once, the others wait their turn. Index calls still run one at a time on the index thread "
+        "and query encoding on the query thread.",
+    )
 
 
 class DenseSettings(SettingsSection):

@@ -11,7 +11,6 @@ request (SIGINT, SIGTERM) ends the run at the next batch boundary with :class:`I
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -23,6 +22,7 @@ from ragindex.errors import Interrupted, RagindexError
 from ragindex.index.protocol import DensePoint, SparsePoint, VectorIndex
 from ragindex.pipeline import faults
 from ragindex.pipeline.lease import Lease
+from ragindex.pipeline.stopping import StopFlag
 from ragindex.store.protocol import TruthStore
 from ragindex.store.records import ChunkRow, Claim
 from ragindex.store.states import IndexStatus, Lifecycle
@@ -57,7 +57,7 @@ class Indexer:
         sparse: Sparse encoders by vector kind (``bm25``, ``sparse``).
         batch_size: Chunks per claim / encode / write batch.
         lease: This process's claim lease: claims carry its owner, and every index write is guarded by it.
-        stop: Set by a signal handler: the run stops at the next batch boundary.
+        stop: Set by a signal handler (or a cancelled call): the run stops at the next batch boundary.
     """
 
     def __init__(
@@ -70,7 +70,7 @@ class Indexer:
         *,
         batch_size: int = 64,
         lease: Lease | None = None,
-        stop: threading.Event | None = None,
+        stop: StopFlag | None = None,
     ) -> None:
         self.store = store
         self.lease = lease
@@ -275,7 +275,7 @@ class Indexer:
         return purged, failed
 
 
-def check_stop(stop: threading.Event | None) -> None:
+def check_stop(stop: StopFlag | None) -> None:
     """Raise :class:`Interrupted` when a stop was requested (called at batch and file boundaries)."""
     if stop is not None and stop.is_set():
         raise Interrupted("stopped by a signal; what this process had claimed is given back, run the command again")

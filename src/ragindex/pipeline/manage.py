@@ -19,9 +19,10 @@ from typing import Any
 
 from ragindex.errors import NotFoundError, ValidationError
 from ragindex.pipeline.indexer import Indexer
+from ragindex.results import ChunkUpdate, DeleteResult
 from ragindex.store.protocol import TruthStore
 from ragindex.store.records import ChunkRow
-from ragindex.store.states import IndexStatus, Lifecycle
+from ragindex.store.states import Lifecycle
 from ragindex.types import Unit
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ class ChunkManager:
     # ------------------------------------------------------------------ update
     def update_chunk(
         self, chunk_id: str, content: str | None = None, metadata: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]:
+    ) -> ChunkUpdate:
         """Replace a chunk's content and/or merge metadata; re-embed only if the content changed."""
         if content is None and metadata is None:
             raise ValidationError("content", "give new content, metadata, or both")
@@ -77,18 +78,16 @@ class ChunkManager:
                     failed[kind] = "claimed by another worker; it finishes the chunk"
             computed, reused = indexer.dense_counts()
         row = self._active_chunk(chunk_id)
-        statuses = {k: row.status_of(k) for k in self.kinds}
-        return {
-            "chunk_id": chunk_id,
-            "content_changed": changed,
-            "reembedded": changed and not failed,
-            "metadata_updated": bool(metadata),
-            "statuses": statuses,
-            "embedded": computed,
-            "reused": reused,
-            "failed": failed,
-            "ok": not failed and all(s in (None, IndexStatus.SUCCESS) for s in statuses.values()),
-        }
+        return ChunkUpdate(
+            chunk_id=chunk_id,
+            content_changed=changed,
+            reembedded=changed and not failed,
+            metadata_updated=bool(metadata),
+            statuses={k: row.status_of(k) for k in self.kinds},
+            embedded=computed,
+            reused=reused,
+            failed=failed,
+        )
 
     def _active_chunk(self, chunk_id: str) -> ChunkRow:
         rows = self.store.get_chunks([chunk_id])
@@ -97,7 +96,7 @@ class ChunkManager:
         return rows[0]
 
     # ------------------------------------------------------------------ delete
-    def delete_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Any]:
+    def delete_chunks(self, chunk_ids: Sequence[str]) -> DeleteResult:
         """REMOVE chunks by id, then purge their index copies. Unknown ids: NotFoundError, nothing changed."""
         ids = list(dict.fromkeys(chunk_ids))
         if not ids:
@@ -109,14 +108,14 @@ class ChunkManager:
         removed = self.store.remove_chunks(ids)
         return self._purge(removed, ids, doc_ids=())
 
-    def delete_document(self, doc_id: int, *, user_id: int | None = None) -> dict[str, Any]:
+    def delete_document(self, doc_id: int, *, user_id: int | None = None) -> DeleteResult:
         """REMOVE a document and its chunks, then purge their index copies."""
         self.store.get_document(doc_id, user_id=user_id)  # NotFoundError for unknown ids
         removed = self.store.remove_documents([doc_id])
         everything = [c.chunk_id for c in self.store.chunks_of_document(doc_id, include_removed=True, unit=None)]
         return self._purge(removed, everything, doc_ids=(doc_id,))
 
-    def delete_source(self, path: str | Path, *, user_id: int, set_id: int) -> dict[str, Any]:
+    def delete_source(self, path: str | Path, *, user_id: int, set_id: int) -> DeleteResult:
         """REMOVE every ACTIVE document of (user_id, set_id) whose file is ``path`` or lies under it."""
         target = Path(path).expanduser()
         prefix = str(target.resolve())
@@ -134,22 +133,22 @@ class ChunkManager:
         ]
         return self._purge(removed, everything, doc_ids=tuple(doc_ids))
 
-    def _purge(self, removed: Sequence[str], candidates: Iterable[str], *, doc_ids: Sequence[int]) -> dict[str, Any]:
+    def _purge(self, removed: Sequence[str], candidates: Iterable[str], *, doc_ids: Sequence[int]) -> DeleteResult:
         """Purge the index copies of the REMOVED, not yet purged chunks among ``candidates``."""
         wanted = set(candidates)
         rows = [r for r in self.store.removed_unpurged() if r.chunk_id in wanted] if wanted else []
         purged, failed = purge_rows(self.store, self._get_indexer(), rows)
         sections = {r.chunk_id for r in rows if r.unit == Unit.SECTION}  # counted as the chunks they hold
         removed = [cid for cid in removed if cid not in sections]
-        return {
-            "removed": len(removed),
-            "purged": len(purged),
-            "purge_failed": len(failed),
-            "doc_ids": list(doc_ids),
-            "chunk_ids": list(removed[:SAMPLE]),
-            "errors": sorted(set(failed.values()))[:5],
-            "next_action": "ragindex repair" if failed else None,
-        }
+        return DeleteResult(
+            removed=len(removed),
+            purged=len(purged),
+            purge_failed=len(failed),
+            doc_ids=tuple(doc_ids),
+            chunk_ids=tuple(removed[:SAMPLE]),
+            errors=tuple(sorted(set(failed.values()))[:5]),
+            next_action="ragindex repair" if failed else None,
+        )
 
 
 def purge_rows(

@@ -41,7 +41,9 @@ from ragindex.encoders.cached import CachedDenseEncoder
 from ragindex.encoders.protocol import SparseEncoder
 from ragindex.errors import IntegrityError, RagindexError, ValidationError
 from ragindex.index.protocol import DensePoint, SparsePoint, VectorIndex
+from ragindex.pipeline.indexer import check_stop
 from ragindex.pipeline.samples import SAMPLE, Sampled
+from ragindex.pipeline.stopping import StopFlag
 from ragindex.store.protocol import TruthStore
 from ragindex.store.records import ChunkRow, IndexMeta, point_owner
 from ragindex.store.states import CollectionState, IndexStatus, Lifecycle
@@ -108,6 +110,8 @@ class CollectionBuilder:
         bucket_count: Tenant buckets.
         batch_size: Chunks per encode / write batch.
         progress: Called with (kind, copies written) after each batch.
+        stop: Checked before each batch: set, the build stops there (:class:`~ragindex.errors.Interrupted`) and
+            stays BUILDING, for the next ``reindex --into`` or ``repair`` to resume.
     """
 
     def __init__(
@@ -121,8 +125,10 @@ class CollectionBuilder:
         bucket_count: int,
         batch_size: int = 64,
         progress: BuildProgress | None = None,
+        stop: StopFlag | None = None,
     ) -> None:
         self.store = store
+        self.stop = stop
         self.index = index
         self.collection = collection
         self.dense = dense
@@ -187,6 +193,7 @@ class CollectionBuilder:
             if kind == VectorKind.DENSE and ids:  # the runtime (and cache key) an ingest of this size would use
                 self.dense.plan(len(ids))
             for start in range(0, len(ids), self.batch_size):
+                check_stop(self.stop)
                 rows = self.store.get_chunks(ids[start : start + self.batch_size])
                 rows = [r for r in rows if r.lifecycle_status == Lifecycle.ACTIVE]
                 if not rows:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +38,7 @@ from ragindex.pipeline.lease import ProcessOwner
 from ragindex.pipeline.manage import purge_rows
 from ragindex.pipeline.reindex import CollectionBuilder
 from ragindex.pipeline.samples import SAMPLE, Sampled
+from ragindex.results import ReindexResult
 from ragindex.store.protocol import TruthStore
 from ragindex.store.records import IndexMeta
 from ragindex.store.states import IndexStatus, Lifecycle
@@ -167,16 +168,6 @@ def index_chunks(
             ]
         results[kind] = indexer.run(kind, rows)
     return results
-
-
-def _stage_summary(results: Mapping[str, StageResult]) -> dict[str, Any]:
-    failed = {cid: err for r in results.values() for cid, err in r.failed.items()}
-    return {
-        "indexed": {k: len(r.indexed) for k, r in results.items()},
-        "failed": {k: len(r.failed) for k, r in results.items()},
-        "failed_ids": sorted(failed)[:SAMPLE],
-        "errors": sorted(set(failed.values()))[:5],
-    }
 
 
 class Repairer:
@@ -405,14 +396,31 @@ def explicit_reindex(
     chunk_ids: Sequence[str] | None,
     *,
     from_statuses: Sequence[str],
-) -> dict[str, Any]:
-    """Reset (see :func:`reset_for_reindex`) then index exactly those chunks; the JSON of ``ragindex reindex``."""
+) -> ReindexResult:
+    """Reset (see :func:`reset_for_reindex`) then index exactly those chunks (``ragindex reindex --failed``)."""
     ids = reset_for_reindex(store, kinds, chunk_ids, from_statuses=from_statuses)
-    summary: dict[str, Any] = {"chunks": len(ids), "chunk_ids": ids[:SAMPLE]}
     if not ids:
-        summary.update(indexed=_counts(kinds), failed=_counts(kinds), failed_ids=[], errors=[], embedded=0, reused=0)
-        return summary
+        return ReindexResult(
+            chunks=0,
+            chunk_ids=(),
+            indexed=_counts(kinds),
+            failed=_counts(kinds),
+            failed_ids=(),
+            errors=(),
+            embedded=0,
+            reused=0,
+        )
     bound = indexer()
-    summary.update(_stage_summary(index_chunks(store, bound, chunk_ids=ids)))
-    summary["embedded"], summary["reused"] = bound.dense_counts()
-    return summary
+    results = index_chunks(store, bound, chunk_ids=ids)
+    failed = {cid: err for r in results.values() for cid, err in r.failed.items()}
+    embedded, reused = bound.dense_counts()
+    return ReindexResult(
+        chunks=len(ids),
+        chunk_ids=tuple(ids[:SAMPLE]),
+        indexed={k: len(r.indexed) for k, r in results.items()},
+        failed={k: len(r.failed) for k, r in results.items()},
+        failed_ids=tuple(sorted(failed)[:SAMPLE]),
+        errors=tuple(sorted(set(failed.values()))[:5]),
+        embedded=embedded,
+        reused=reused,
+    )

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from ragindex.pipeline.failures import FailureLog, check_name, fails_alone
 from ragindex.pipeline.indexer import Indexer, StageResult, check_stop
 from ragindex.pipeline.report import IngestReport as IngestReport
 from ragindex.pipeline.report import file_outcomes
+from ragindex.pipeline.stopping import StopFlag
 from ragindex.pipeline.sync_limits import SyncLimits as SyncLimits
 from ragindex.pipeline.sync_limits import unit_kinds as unit_kinds
 from ragindex.store.protocol import TruthStore
@@ -114,7 +114,7 @@ class SourceSync:
         section_max_chars: int = 0,
         contextual: bool = False,
         progress: ProgressFn | None = None,
-        stop: threading.Event | None = None,
+        stop: StopFlag | None = None,
         parser: IsolatedParser | None = None,
     ) -> None:
         self.store = store

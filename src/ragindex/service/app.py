@@ -17,6 +17,7 @@ except ImportError as exc:  # imported by a library user without the extra
 
 from ragindex import factory
 from ragindex.about import package_version
+from ragindex.aio import AsyncEngine
 from ragindex.config.settings import Settings
 from ragindex.engine import Engine
 from ragindex.errors import RagindexError
@@ -108,6 +109,7 @@ def _start(settings: Settings, service: ServiceSettings, given: ServiceEngine | 
             settings=engine.settings,
             service=service,
             engine=engine,
+            aengine=AsyncEngine(engine=engine),  # the routes' calls: on its pool, never on the event loop
             store=store,
             jobs=runner,
             metrics=metrics,
@@ -181,7 +183,10 @@ def create_app(
         try:
             yield
         finally:
-            await run_in_threadpool(_stop, state)
+            try:
+                await state.aengine.aclose()  # the routes' calls still running end first (it leaves the engine open)
+            finally:
+                await run_in_threadpool(_stop, state)
 
     if service.api_docs:
         docs.check_assets()

@@ -9,6 +9,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from ragindex.aio import AsyncEngine
 from ragindex.config.settings import Settings
 from ragindex.errors import AuthenticationError, PermissionDeniedError
 from ragindex.service.executor import ServiceEngine
@@ -22,11 +23,16 @@ from ragindex.service.store import ServiceStore
 
 @dataclass
 class ServiceState:
-    """Everything the routes use, built by the app's lifespan."""
+    """Everything the routes use, built by the app's lifespan.
+
+    ``engine`` is the service's one engine (the job thread and the reconciler call it directly); ``aengine`` wraps
+    it for the routes, which await its calls on its bounded pool (``RAGINDEX_ASYNC_WORKERS`` threads).
+    """
 
     settings: Settings
     service: ServiceSettings
     engine: ServiceEngine
+    aengine: AsyncEngine
     store: ServiceStore
     jobs: JobRunner
     metrics: Metrics

@@ -1,213 +1,24 @@
-"""Serving while ingesting: one thread owns every index call, one thread encodes queries in batches.
+"""The service's engine: a :class:`~ragindex.threads.ThreadedEngine` that never optimises on its own.
 
-Qdrant Edge holds the GIL for the whole of every call and one process owns the shards
-(``shared/DESIGN.md``). So the service never calls the index from the event loop or from many
-threads: :class:`SerialIndex` forwards each call to the one ``ragindex-index`` thread, where calls
-from searches and from the ingest job interleave call by call (an upsert batch is milliseconds).
-Query vectors come from :class:`BatchingQueryEncoder`: concurrent searches are encoded together
-in one forward pass on the ``ragindex-query`` thread, with its own torch thread budget, while the
-ingest job encodes chunks on its own thread (torch releases the GIL in its kernels).
+The threads it runs on (the index thread, the batching query encoder) live in :mod:`ragindex.threads`, shared with
+:class:`~ragindex.aio.AsyncEngine`; they are re-exported here for the code that imported them from this module.
 """
 
 from __future__ import annotations
 
-import functools
-import logging
-import queue
 import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar, cast
-
-import numpy as np
+from typing import Any
 
 from ragindex.config.settings import Settings
-from ragindex.encoders.protocol import DenseEncoder
-from ragindex.engine import Engine
-from ragindex.index.protocol import VectorIndex
-from ragindex.language import Script
 from ragindex.pipeline.report import IngestReport
+from ragindex.threads import BatchingQueryEncoder, IndexThread, SerialIndex, ThreadedEngine, set_torch_threads
 
-log = logging.getLogger(__name__)
-T = TypeVar("T")
-
-
-def set_torch_threads(n: int) -> None:
-    """Limit torch's intra-op threads of the calling thread (OpenMP keeps the setting per thread)."""
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is a core dependency
-        return
-    torch.set_num_threads(n)
+__all__ = ["BatchingQueryEncoder", "IndexThread", "SerialIndex", "ServiceEngine", "set_torch_threads"]
 
 
-class IndexThread:
-    """The single thread that runs every call into the vector index."""
-
-    def __init__(self) -> None:
-        self._ident: int | None = None
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="ragindex-index", initializer=self._remember)
-
-    def _remember(self) -> None:
-        self._ident = threading.get_ident()
-
-    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run ``fn`` on the index thread and wait (directly when already on it)."""
-        if threading.get_ident() == self._ident:
-            return fn(*args, **kwargs)
-        return self._pool.submit(fn, *args, **kwargs).result()
-
-    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
-        """Queue ``fn`` on the index thread."""
-        return self._pool.submit(fn, *args)
-
-    def shutdown(self) -> None:
-        """Finish queued calls and stop the thread."""
-        self._pool.shutdown(wait=True)
-
-    def serial(self, index: VectorIndex) -> VectorIndex:
-        """``index`` with every call run on this thread (an ``index_wrapper`` of :class:`~ragindex.engine.Engine`)."""
-        # SerialIndex forwards each VectorIndex method by name instead of restating it, so mypy cannot see them
-        return cast("VectorIndex", SerialIndex(index, self))
-
-
-class SerialIndex:
-    """A proxy of a :class:`VectorIndex` whose every method runs on the :class:`IndexThread`.
-
-    Methods are forwarded by name (:meth:`__getattr__`), so the proxy restates no signature of the
-    Protocol; attributes that are not callable (``backend``) are read from the index directly.
-    :meth:`IndexThread.serial` creates it typed as the :class:`VectorIndex` it stands for.
-
-    Args:
-        inner: The index (Qdrant Edge, or a Qdrant server through qdrant-client).
-        thread: The index thread.
-    """
-
-    def __init__(self, inner: VectorIndex, thread: IndexThread) -> None:
-        self.inner = inner
-        self.thread = thread
-
-    def __getattr__(self, name: str) -> Any:
-        if name in ("inner", "thread"):  # not set yet (copy, pickle): never recurse
-            raise AttributeError(name)
-        attr = getattr(self.inner, name)
-        if not callable(attr):
-            return attr
-
-        @functools.wraps(attr)
-        def on_index_thread(*args: Any, **kwargs: Any) -> Any:
-            return self.thread.call(attr, *args, **kwargs)
-
-        setattr(self, name, on_index_thread)  # found directly from now on
-        return on_index_thread
-
-
-class BatchingQueryEncoder:
-    """A :class:`DenseEncoder` whose query side batches concurrent callers into one forward pass.
-
-    Document encoding passes straight through in the caller's thread (the ingest job's).
-
-    Args:
-        inner: The dense encoder.
-        max_batch: Most queries per forward pass.
-        torch_threads: torch threads of the query thread.
-    """
-
-    def __init__(self, inner: DenseEncoder, *, max_batch: int = 64, torch_threads: int = 1) -> None:
-        self.inner = inner
-        self.max_batch = max_batch
-        self.torch_threads = torch_threads
-        self._queue: queue.SimpleQueue[tuple[str, Future[np.ndarray]] | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-        self.batches = 0
-        self.queries = 0
-
-    @property
-    def fingerprint(self) -> str:
-        """See :attr:`DenseEncoder.fingerprint`."""
-        return self.inner.fingerprint
-
-    @property
-    def cache_key(self) -> str:
-        """See :attr:`DenseEncoder.cache_key`."""
-        return self.inner.cache_key
-
-    @property
-    def dimension(self) -> int:
-        """See :attr:`DenseEncoder.dimension`."""
-        return self.inner.dimension
-
-    @property
-    def languages(self) -> frozenset[Script]:
-        """See :attr:`DenseEncoder.languages`."""
-        return self.inner.languages
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "inner":  # not set yet (copy, pickle): never recurse
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Chunk vectors, computed in the calling thread."""
-        return self.inner.encode_documents(texts)
-
-    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """Query vectors, encoded on the query thread together with other callers' queries."""
-        if not texts:
-            return self.inner.encode_queries(texts)
-        self._ensure_thread()
-        futures: list[Future[np.ndarray]] = []
-        for text in texts:
-            future: Future[np.ndarray] = Future()
-            self._queue.put((text, future))
-            futures.append(future)
-        return np.stack([f.result() for f in futures])
-
-    def _ensure_thread(self) -> None:
-        with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._loop, name="ragindex-query", daemon=True)
-                self._thread.start()
-
-    def _loop(self) -> None:
-        set_torch_threads(self.torch_threads)
-        for item in iter(self._queue.get, None):  # until close() queues None
-            batch = [item]
-            while len(batch) < self.max_batch:
-                try:
-                    nxt = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    self._queue.put(None)
-                    break
-                batch.append(nxt)
-            self._encode(batch)
-
-    def _encode(self, batch: list[tuple[str, Future[np.ndarray]]]) -> None:
-        try:
-            vectors = self.inner.encode_queries([text for text, _ in batch])
-        except Exception as exc:  # delivered to every waiting caller
-            for _, future in batch:
-                future.set_exception(exc)
-            return
-        self.batches += 1
-        self.queries += len(batch)
-        for row, (_, future) in zip(vectors, batch, strict=True):
-            future.set_result(row)
-
-    def close(self) -> None:
-        """Stop the query thread after the queued queries."""
-        with self._lock:
-            thread, self._thread = self._thread, None
-        if thread is not None:
-            self._queue.put(None)
-            thread.join(timeout=30)
-
-
-class ServiceEngine(Engine):
+class ServiceEngine(ThreadedEngine):
     """The Engine as the service runs it: index calls on the index thread, batched query encoding.
 
     Post-ingest ``optimize()`` is off (``optimize_min_points=0``): on Edge it holds the GIL for
@@ -220,26 +31,17 @@ class ServiceEngine(Engine):
     """
 
     def __init__(self, settings: Settings, *, query_batch_max: int = 64, query_torch_threads: int = 1) -> None:
-        self.index_thread = IndexThread()
-        super().__init__(settings.model_copy(update={"optimize_min_points": 0}), index_wrapper=self.index_thread.serial)
-        self._query_batch_max = query_batch_max
-        self._query_torch_threads = query_torch_threads
-        self._batching: BatchingQueryEncoder | None = None
+        super().__init__(
+            settings.model_copy(update={"optimize_min_points": 0}),
+            query_batch_max=query_batch_max,
+            query_torch_threads=query_torch_threads,
+        )
         self._ingest_lock = threading.Lock()
 
     def ingest(self, paths: Sequence[str | Path], **options: Any) -> IngestReport:
         """:meth:`Engine.ingest`, one at a time: the job thread and a ``ragindex watch --serve`` watcher take turns."""
         with self._ingest_lock:
             return super().ingest(paths, **options)
-
-    @property
-    def dense(self) -> DenseEncoder:
-        """The dense encoder with batched query encoding."""
-        if self._batching is None:
-            self._batching = BatchingQueryEncoder(
-                super().dense, max_batch=self._query_batch_max, torch_threads=self._query_torch_threads
-            )
-        return self._batching
 
     def optimize_all(self) -> dict[str, bool]:
         """Optimise every bucket in use of the ACTIVE collection (blocking; freezes an Edge process)."""
@@ -248,12 +50,3 @@ class ServiceEngine(Engine):
             return {}
         index = self.index
         return {str(b): index.optimize(collection, b) for b in self.store.buckets_in_use()}
-
-    def close(self) -> None:
-        """Stop the query thread, close the index on its thread, then the store."""
-        if self._batching is not None:
-            self._batching.close()
-        try:
-            super().close()
-        finally:
-            self.index_thread.shutdown()

@@ -54,7 +54,7 @@ def whoami(caller: CallerDep) -> KeyInfo:
 
 
 @router.get("/version", response_model=VersionOut, response_model_exclude_unset=True, responses=error_responses(401))
-def version(state: StateDep, _caller: CallerDep) -> dict[str, Any]:
+async def version(state: StateDep, _caller: CallerDep) -> dict[str, Any]:
     """The ragindex version, the truth-store schema the code needs and the one the database has, the dense model.
 
     Any key may ask (``ragindex --version`` prints the same without a database).
@@ -66,9 +66,9 @@ def version(state: StateDep, _caller: CallerDep) -> dict[str, Any]:
     "/status",
     responses={**example("Documents and chunks per status per set.", _STATUS), **error_responses(401, 403)},
 )
-def status(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
+async def status(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
     """Documents and chunks per status per set, the collections, and the job queue."""
-    out = state.engine.status()
+    out = (await state.aengine.status()).to_dict()
     out["jobs"] = {JobState.QUEUED: state.jobs.depth, JobState.RUNNING: state.jobs.current}  # count, job id
     return out
 
@@ -77,9 +77,9 @@ def status(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
     "/verify",
     responses={**example("Per bucket: expected and present points.", _VERIFY), **error_responses(401, 403, 503)},
 )
-def verify(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
+async def verify(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
     """Compare the truth store with the index (read-only; holds the index thread while it scans)."""
-    return state.engine.verify().to_dict()
+    return (await state.aengine.verify()).to_dict()
 
 
 @router.post(
@@ -89,9 +89,9 @@ def verify(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
         **error_responses(401, 403, 422, 503),
     },
 )
-def repair(state: StateDep, _admin: AdminDep, body: RepairRequest | None = None) -> dict[str, Any]:
+async def repair(state: StateDep, _admin: AdminDep, body: RepairRequest | None = None) -> dict[str, Any]:
     """Converge the index copies to the truth store (``{"dry_run": true}`` only reports)."""
-    return state.engine.repair(dry_run=body.dry_run if body else False).to_dict()
+    return (await state.aengine.repair(dry_run=body.dry_run if body else False)).to_dict()
 
 
 @router.post(
@@ -101,6 +101,6 @@ def repair(state: StateDep, _admin: AdminDep, body: RepairRequest | None = None)
         **error_responses(401, 403, 503),
     },
 )
-def optimize(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
+async def optimize(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
     """Build the HNSW graphs of every bucket in use. On Edge this freezes the whole process: quiet hours only."""
-    return {"optimized": state.engine.optimize_all()}
+    return {"optimized": await state.aengine.run_sync(state.engine.optimize_all)}

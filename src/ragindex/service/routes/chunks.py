@@ -8,9 +8,10 @@ from fastapi import APIRouter
 from fastapi import Path as PathParam
 
 from ragindex.errors import ValidationError
-from ragindex.service.deps import CallerDep, StateDep
+from ragindex.service.deps import CallerDep, ServiceState, StateDep
 from ragindex.service.openapi import error_responses, example
 from ragindex.service.schemas import ChunkOut, ChunkPatch
+from ragindex.store.records import ChunkRow
 
 router = APIRouter(prefix="/v1", tags=["chunks"])
 
@@ -44,9 +45,9 @@ _DELETED = {
     response_model_exclude_unset=True,
     responses=error_responses(401, 404, 422),
 )
-def get_chunk(chunk_id: ChunkId, state: StateDep, caller: CallerDep) -> dict[str, Any]:
+async def get_chunk(chunk_id: ChunkId, state: StateDep, caller: CallerDep) -> dict[str, Any]:
     """An ACTIVE chunk with its per-kind index statuses (404 for another tenant's chunk)."""
-    row = state.engine.store.get_tenant_chunk(chunk_id, user_id=caller.user_id)
+    row = await _tenant_chunk(state, chunk_id, caller.user_id)
     return {
         "chunk_id": row.chunk_id,
         "doc_id": row.doc_id,
@@ -72,19 +73,24 @@ def get_chunk(chunk_id: ChunkId, state: StateDep, caller: CallerDep) -> dict[str
         **error_responses(401, 404, 422, 503),
     },
 )
-def patch_chunk(chunk_id: ChunkId, body: ChunkPatch, state: StateDep, caller: CallerDep) -> dict[str, Any]:
+async def patch_chunk(chunk_id: ChunkId, body: ChunkPatch, state: StateDep, caller: CallerDep) -> dict[str, Any]:
     """Replace the text (re-embedded in place only if it changed) and/or merge metadata."""
     if body.text is None and body.metadata is None:
         raise ValidationError("text", "give text, metadata, or both")
-    state.engine.store.get_tenant_chunk(chunk_id, user_id=caller.user_id)
-    return state.engine.update_chunk(chunk_id, content=body.text, metadata=body.metadata)
+    await _tenant_chunk(state, chunk_id, caller.user_id)
+    return (await state.aengine.update_chunk(chunk_id, content=body.text, metadata=body.metadata)).to_dict()
 
 
 @router.delete(
     "/chunks/{chunk_id}",
     responses={**example("What was deleted and purged.", _DELETED), **error_responses(401, 404, 422, 503)},
 )
-def delete_chunk(chunk_id: ChunkId, state: StateDep, caller: CallerDep) -> dict[str, Any]:
+async def delete_chunk(chunk_id: ChunkId, state: StateDep, caller: CallerDep) -> dict[str, Any]:
     """Delete a chunk: gone from search at once, then purged from the index."""
-    state.engine.store.get_tenant_chunk(chunk_id, user_id=caller.user_id)
-    return state.engine.delete_chunks([chunk_id])
+    await _tenant_chunk(state, chunk_id, caller.user_id)
+    return (await state.aengine.delete_chunks([chunk_id])).to_dict()
+
+
+async def _tenant_chunk(state: ServiceState, chunk_id: str, user_id: int) -> ChunkRow:
+    """The ACTIVE chunk of the tenant (NotFoundError, a 404, for another tenant's), read on the engine's pool."""
+    return await state.aengine.run_sync(state.engine.store.get_tenant_chunk, chunk_id, user_id=user_id)

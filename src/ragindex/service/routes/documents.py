@@ -77,10 +77,10 @@ async def upload_documents(
 
 
 @router.get("/sets", response_model=SetsOut, response_model_exclude_unset=True, responses=error_responses(401))
-def list_sets(state: StateDep, caller: CallerDep) -> dict[str, Any]:
+async def list_sets(state: StateDep, caller: CallerDep) -> dict[str, Any]:
     """The sets of the key's tenant that hold documents, with their document count per status."""
     counts: dict[int, dict[str, int]] = {}
-    for doc in state.engine.store.list_documents(user_id=caller.user_id):
+    for doc in await state.aengine.run_sync(state.engine.store.list_documents, user_id=caller.user_id):
         by_status = counts.setdefault(doc.set_id, {})
         by_status[doc.status] = by_status.get(doc.status, 0) + 1
     sets = [{"set_id": s, "documents": sum(c.values()), "statuses": c} for s, c in sorted(counts.items())]
@@ -93,15 +93,16 @@ def list_sets(state: StateDep, caller: CallerDep) -> dict[str, Any]:
     response_model_exclude_unset=True,
     responses=error_responses(401, 422),
 )
-def list_documents(set_id: SetIdPath, state: StateDep, caller: CallerDep) -> dict[str, Any]:
+async def list_documents(set_id: SetIdPath, state: StateDep, caller: CallerDep) -> dict[str, Any]:
     """The set's documents with their processing status (SUCCESS, FAILED, PROCESSING)."""
-    docs = [document_summary(d) for d in state.engine.store.list_documents(user_id=caller.user_id, set_id=set_id)]
+    rows = await state.aengine.run_sync(state.engine.store.list_documents, user_id=caller.user_id, set_id=set_id)
+    docs = [document_summary(d) for d in rows]
     state.sources.documents(docs)
     return {"set_id": set_id, "documents": docs}
 
 
 @router.get("/documents", response_model=DocumentPageOut, responses=error_responses(401, 422))
-def documents_page(
+async def documents_page(
     state: StateDep,
     caller: CallerDep,
     set_id: Annotated[int | None, Query(gt=0, le=MAX_ID, description="Only this set.")] = None,
@@ -110,27 +111,29 @@ def documents_page(
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="Most documents per page.")] = DEFAULT_LIMIT,
 ) -> DocumentPageOut:
     """The key's tenant's documents by id, a page at a time (FAILED ones carry their error)."""
-    page = state.engine.documents(user_id=caller.user_id, set_id=set_id, status=status, cursor=cursor, limit=limit)
+    page = await state.aengine.documents(
+        user_id=caller.user_id, set_id=set_id, status=status, cursor=cursor, limit=limit
+    )
     out = page.to_dict()
     state.sources.documents(out["documents"])
     return DocumentPageOut.model_validate(out)
 
 
 @router.get("/documents/{doc_id}", response_model=DocumentDetailOut, responses=error_responses(401, 404, 422))
-def get_document(
+async def get_document(
     doc_id: Annotated[int, PathParam(gt=0, le=MAX_ID)],
     state: StateDep,
     caller: CallerDep,
     chunks: Annotated[bool, Query(description="Also list every chunk and section with its statuses.")] = False,
 ) -> DocumentDetailOut:
     """A document of the key's tenant: its fields, the stages of its last run, its chunk counts (and chunks)."""
-    out = state.engine.document(doc_id, user_id=caller.user_id, chunks=chunks).to_dict()
+    out = (await state.aengine.document(doc_id, user_id=caller.user_id, chunks=chunks)).to_dict()
     state.sources.documents([out["document"]], keys=("source", "file"))
     return DocumentDetailOut.model_validate(out)
 
 
 @router.get("/documents/{doc_id}/parsed", response_model=ParsedDocumentOut, responses=error_responses(401, 404, 422))
-def get_parsed_document(
+async def get_parsed_document(
     doc_id: Annotated[int, PathParam(gt=0, le=MAX_ID)],
     state: StateDep,
     caller: CallerDep,
@@ -140,7 +143,7 @@ def get_parsed_document(
     404 for an unknown, deleted or other tenant's document, and for one ingested before parsed documents were kept
     (``context.reason`` is ``no_parsed_artifact``; it appears when the file changes or is re-ingested in full).
     """
-    parsed = state.engine.parsed_document(doc_id, user_id=caller.user_id)
+    parsed = await state.aengine.parsed_document(doc_id, user_id=caller.user_id)
     return ParsedDocumentOut.model_validate(parsed_dict(parsed))
 
 
@@ -151,19 +154,21 @@ def get_parsed_document(
         **error_responses(401, 404, 422, 503),
     },
 )
-def delete_document(
+async def delete_document(
     doc_id: Annotated[int, PathParam(gt=0, le=MAX_ID)],
     state: StateDep,
     caller: CallerDep,
 ) -> dict[str, Any]:
     """Delete a document of the key's tenant: gone from search at once, then purged from the index."""
-    store = state.engine.store
-    doc = store.get_document(doc_id, user_id=caller.user_id)
+    store, pool = state.engine.store, state.aengine
+    doc = await pool.run_sync(store.get_document, doc_id, user_id=caller.user_id)
     if doc.lifecycle_status != Lifecycle.ACTIVE:
         raise NotFoundError(f"document {doc_id} not found", doc_id=doc_id)
-    result = state.engine.delete_document(doc_id, user_id=caller.user_id)
-    _drop_blob(state.blob_root, doc, store.documents_of_file(doc.user_id, doc.set_id, doc.file_uri))
-    return result
+    result = await pool.delete_document(doc_id, user_id=caller.user_id)
+    await pool.run_sync(
+        lambda: _drop_blob(state.blob_root, doc, store.documents_of_file(doc.user_id, doc.set_id, doc.file_uri))
+    )
+    return result.to_dict()
 
 
 def _drop_blob(blob_root: Path, doc: DocumentRow, still_active: list[DocumentRow]) -> None:

@@ -32,7 +32,7 @@ _NO_RERANKER = {
     response_model_exclude_unset=True,  # optional keys (warnings, context, merged) only when the engine sets them
     responses=error_responses(401, 422, 503, more={422: {"rerank_unavailable": _NO_RERANKER}}),
 )
-def search(body: SearchRequest, state: StateDep, caller: CallerDep) -> dict[str, Any]:
+async def search(body: SearchRequest, state: StateDep, caller: CallerDep) -> dict[str, Any]:
     """Search one set of the key's tenant; every hit is backfilled from the truth store.
 
     ``rerank: true`` on a deployment whose reranker model is not available answers 422 naming
@@ -43,7 +43,7 @@ def search(body: SearchRequest, state: StateDep, caller: CallerDep) -> dict[str,
         if not state.rerank_supported:
             raise ValidationError("rerank", "rerank not available")
         options["rerank"] = body.rerank
-    result = state.engine.search(
+    result = await state.aengine.search(
         body.query,
         user_id=caller.user_id,
         set_id=body.set_id,
