@@ -266,6 +266,14 @@ class AsyncEngine:
         """:meth:`Engine.status <ragindex.engine.Engine.status>`: documents and chunks per status, the collections."""
         return await self._read(self.engine.status)
 
+    async def score_report(self) -> list[dict[str, Any]]:
+        """:meth:`Engine.score_report <ragindex.engine.Engine.score_report>`: the score-drift watch."""
+        return await self._read(self.engine.score_report)
+
+    async def reset_scores(self, *, source: str | None = None) -> int:
+        """:meth:`Engine.reset_scores <ragindex.engine.Engine.reset_scores>`: forget the score windows."""
+        return await self._write(lambda: self.engine.reset_scores(source=source))
+
     async def verify(self) -> VerifyReport:
         """:meth:`Engine.verify <ragindex.engine.Engine.verify>`: compare the truth store with the index."""
         return await self._read(self.engine.verify)
