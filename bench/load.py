@@ -171,7 +171,8 @@ async def main_async(args: Any) -> dict[str, Any]:
     data_dir = Path(tempfile.mkdtemp(prefix="ragindex-load-"))
     port = _free_port()
     key = _create_key(data_dir)
-    env = {**os.environ, "RAGINDEX_OPTIMIZE_MIN_POINTS": "0"}
+    # loopback only: /metrics without an admin key (it needs one by default)
+    env = {**os.environ, "RAGINDEX_OPTIMIZE_MIN_POINTS": "0", "RAGINDEX_METRICS_PUBLIC": "true"}
     proc = _start_server(data_dir, port, env)
     limits = httpx.Limits(max_connections=args.clients + 4, max_keepalive_connections=args.clients + 4)
     headers = {"Authorization": f"Bearer {key}"}

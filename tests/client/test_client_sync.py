@@ -64,6 +64,11 @@ def test_search_returns_the_engines_search_result(served: Served, client: Client
     assert set(bm25.hits[0].scores) == {"bm25"} and bm25.hits[0].context is not None
     only = client.search("queen", set_id=CORPUS_SET, doc_ids=[bm25.hits[0].doc_id], mode="dense")
     assert {h.doc_id for h in only.hits} == {bm25.hits[0].doc_id}
+    narrowed = client.search("queen bees", set_id=CORPUS_SET, sources=["bm25"], on_source_error="degrade")
+    assert narrowed.hits and all(set(h.scores) == {"bm25"} for h in narrowed.hits) and narrowed.degraded == {}
+    with pytest.raises(ValidationError) as refused:
+        client.search("queen", set_id=CORPUS_SET, sources=["colbert"])
+    assert refused.value.context["field"].startswith("sources")
 
 
 def test_search_parser_keeps_every_field_of_the_wire_format(served: Served, client: Client) -> None:

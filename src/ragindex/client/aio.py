@@ -89,6 +89,8 @@ class AsyncClient(ClientBase):
         expand: str | None = None,
         context_chars: int | None = None,
         group_by: str | None = None,
+        sources: Sequence[str] | None = None,
+        on_source_error: str | None = None,
         **options: Any,
     ) -> SearchResult:
         """``POST /v1/search`` (the arguments of :meth:`Client.search`)."""
@@ -105,6 +107,8 @@ class AsyncClient(ClientBase):
                 expand=expand,
                 context_chars=context_chars,
                 group_by=group_by,
+                sources=list(sources) if sources is not None else None,
+                on_source_error=on_source_error,
                 **options,
             )
         )

@@ -248,4 +248,5 @@ def search_result(raw: Mapping[str, Any]) -> SearchResult:
         latency_ms={k: float(v) for k, v in (raw.get("latency_ms") or {}).items()},
         mode=raw["mode"],
         warnings=tuple(raw.get("warnings") or ()),
+        degraded={str(k): str(v) for k, v in (raw.get("degraded") or {}).items()},
     )

@@ -96,6 +96,8 @@ class Client(ClientBase):
         expand: str | None = None,
         context_chars: int | None = None,
         group_by: str | None = None,
+        sources: Sequence[str] | None = None,
+        on_source_error: str | None = None,
         **options: Any,
     ) -> SearchResult:
         """``POST /v1/search``: search one set of the key's tenant (the fields of ``ragindex search``).
@@ -113,6 +115,9 @@ class Client(ClientBase):
             expand: Each hit's ``context``: ``none``, ``neighbours`` or ``section``.
             context_chars: Most characters of a context.
             group_by: Merge hits of one ``section`` or ``document``.
+            sources: Only these sources (``dense``, ``bm25``, ``sparse``), within the server's enabled ones.
+            on_source_error: ``fail`` or ``degrade`` (answer from the other sources; the result's ``degraded``
+                names the failed one).
             **options: Further request fields, sent as given (for options of newer servers).
 
         Returns:
@@ -132,6 +137,8 @@ class Client(ClientBase):
                 expand=expand,
                 context_chars=context_chars,
                 group_by=group_by,
+                sources=list(sources) if sources is not None else None,
+                on_source_error=on_source_error,
                 **options,
             )
         )

@@ -22,7 +22,7 @@ DEFAULT_DENSE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_RERANK_MODEL = "BAAI/bge-reranker-v2-m3"
 
 ChunkerName = Literal["fixed", "recursive", "structure"]
-Precision = Literal["auto", "float32", "bfloat16"]
+Precision = Literal["auto", "float32", "bfloat16", "bfloat16-weights"]
 
 
 class SettingsSection(BaseModel):

@@ -1,4 +1,9 @@
-"""Encoder precision: float32, or bfloat16 autocast where the CPU computes bf16 natively."""
+"""Encoder precision: float32, bf16 autocast, or bf16 weights (where the CPU computes bf16 natively).
+
+``bfloat16`` runs float32 weights under ``torch.autocast``: matrix products in bf16, the rest (layer norms,
+softmax, the pooled sum) in float32. ``bfloat16-weights`` casts the weights themselves: every operation runs in
+bf16, which is faster again (measured in docs/benchmarks.md) at a small further cost in precision.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ from functools import cache
 from pathlib import Path
 
 _NATIVE_BF16_FLAGS = ("amx_bf16", "avx512_bf16")
+BF16_WEIGHTS = "bfloat16-weights"
 
 
 @cache

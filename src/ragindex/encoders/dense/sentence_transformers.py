@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ragindex.encoders._hf import load_once, local_model_dir, quiet_hub
-from ragindex.encoders.precision import resolve_precision
+from ragindex.encoders.precision import BF16_WEIGHTS, resolve_precision
 from ragindex.encoders.prompts import Prompts, resolve_prompts
 from ragindex.errors import ConfigurationError, EncodingError
 from ragindex.language import Script, model_scripts
@@ -35,12 +35,13 @@ def resolve_model_source(name_or_path: str) -> str:
 
 
 class SentenceTransformerDenseEncoder:
-    """A sentence-transformers model, loaded on first use, encoding in float32 or bf16 autocast.
+    """A sentence-transformers model, loaded on first use, encoding in float32, bf16 autocast or bf16 weights.
 
     Args:
         model: Hugging Face name or local path (the default name maps to the shipped copy).
         device: torch device.
-        precision: ``auto``, ``float32`` or ``bfloat16`` (see :func:`resolve_precision`).
+        precision: ``auto``, ``float32``, ``bfloat16`` (autocast) or ``bfloat16-weights`` (see
+            :func:`resolve_precision`).
         batch_size: Texts per forward pass.
         offline: Load from local files only (no hub access).
         threads: torch intra-op threads, or None for torch's default.
@@ -125,7 +126,8 @@ class SentenceTransformerDenseEncoder:
 
     def _load(self) -> Any:
         if self._model is None:
-            self._model = load_once(("sentence-transformer", self.source, self.device), self._build)
+            weights = "bfloat16" if self.precision == BF16_WEIGHTS else "float32"  # a cast model is not shared
+            self._model = load_once(("sentence-transformer", self.source, self.device, weights), self._build)
         return self._model
 
     def _build(self) -> Any:
@@ -148,6 +150,8 @@ class SentenceTransformerDenseEncoder:
                 "(downloads are off: RAGINDEX_HF_OFFLINE=true)."
             ) from exc
         model.eval()
+        if self.precision == BF16_WEIGHTS:
+            model.to(torch.bfloat16)
         log.info("loaded dense model %s (%s, %s)", self.model_name, self.device, self.precision)
         return model
 
