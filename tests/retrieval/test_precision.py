@@ -69,12 +69,13 @@ def test_unreadable_cpuinfo_means_no_native_bf16(tmp_path: Path) -> None:
 @pytest.mark.parametrize("native", [True, False])
 def test_auto_resolves_to_bfloat16_only_with_native_bf16(native: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda cpuinfo=None: native)
-    assert resolve_precision("auto", "cpu") == ("bfloat16" if native else "float32")
+    assert resolve_precision("auto", "cpu") == ("bfloat16-weights" if native else "float32")
     assert resolve_precision("auto", "mps") == "float32"
     assert resolve_precision("auto", "cuda:0") == "bfloat16"
     assert resolve_precision("float32", "cpu") == "float32"
     assert resolve_precision("bfloat16", "cpu") == "bfloat16"
-    assert SentenceTransformerDenseEncoder(SHIPPED, precision="auto").precision == ("bfloat16" if native else "float32")
+    auto = SentenceTransformerDenseEncoder(SHIPPED, precision="auto")
+    assert auto.precision == ("bfloat16-weights" if native else "float32")
 
 
 def test_cache_keys_differ_between_precisions_but_the_vector_space_is_one() -> None:
@@ -109,3 +110,17 @@ def test_bf16_vectors_match_float32_and_are_cached_apart(tmp_path: Path) -> None
         assert cached32.reused == len(SENTENCES)
     finally:
         store.close()
+
+
+@pytest.mark.integration
+def test_bf16_weights_match_float32_and_never_share_the_float32_model() -> None:
+    fp32 = SentenceTransformerDenseEncoder(SHIPPED, precision="float32")
+    weights = SentenceTransformerDenseEncoder(SHIPPED, precision="bfloat16-weights")
+    b = weights.encode_documents(SENTENCES)
+    a = fp32.encode_documents(SENTENCES)  # after the cast: the float32 encoder must not get the bf16 model
+    assert weights.cache_key.endswith("bfloat16-weights") and weights.fingerprint == fp32.fingerprint
+    assert b.dtype == np.float32 and b.shape == a.shape
+    np.testing.assert_allclose(np.linalg.norm(b, axis=1), 1.0, atol=1e-5)
+    cosines = np.sum(a * b, axis=1)
+    assert cosines.min() > 0.99 and not np.array_equal(a, b)
+    assert next(fp32._load().parameters()).dtype != next(weights._load().parameters()).dtype

@@ -191,7 +191,9 @@ class DenseSettings(SettingsSection):
     )
     dense_device: str = Field("cpu", description="torch device for the local dense model.")
     dense_precision: Precision = Field(
-        "auto", description="`auto` (bf16 where the CPU has native bf16, else float32), `float32`, `bfloat16`."
+        "auto",
+        description="`auto` (bf16 weights where the CPU has native bf16, else float32), `float32`, `bfloat16` "
+        "(autocast: bf16 matrix products, float32 weights), `bfloat16-weights`.",
     )
     embed_batch_size: int = Field(64, ge=1, le=4096, description="Chunks per encoder batch and per index write.")
     dense_provider: Literal["local", "openai"] = Field(

@@ -26,9 +26,14 @@ def cpu_has_native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
 
 
 def resolve_precision(setting: str, device: str = "cpu") -> str:
-    """Turn the ``dense_precision`` setting into ``float32`` or ``bfloat16`` for ``device``."""
+    """Turn the ``dense_precision`` setting into ``float32``, ``bfloat16`` or ``bfloat16-weights`` for ``device``.
+
+    ``auto`` on a CPU with native bf16 casts the weights: SciFact nDCG@10 0.6913 dense / 0.7363 hybrid against
+    0.6926 / 0.7364 in float32 and 0.6912 / 0.7364 with autocast (docs/benchmarks.md), at about 1.6x the speed
+    of autocast.
+    """
     if setting != "auto":
         return setting
     if device.startswith("cuda"):
         return "bfloat16"
-    return "bfloat16" if device == "cpu" and cpu_has_native_bf16() else "float32"
+    return BF16_WEIGHTS if device == "cpu" and cpu_has_native_bf16() else "float32"
