@@ -442,7 +442,7 @@ class VersionOut(_Out):
             "examples": [
                 {
                     "version": "0.1.0",
-                    "schema": {"code": "m011_purge_scan_index", "database": "m011_purge_scan_index", "current": True},
+                    "schema": {"code": "m012_score_stats", "database": "m012_score_stats", "current": True},
                     "dense_model": "sentence-transformers/all-MiniLM-L6-v2",
                     "collection": {"collection": "ragindex", "dense": "st:all-MiniLM-L6-v2|384|cos|norm"},
                 }
