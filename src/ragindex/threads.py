@@ -24,9 +24,9 @@ import numpy as np
 
 from ragindex.config.settings import Settings
 from ragindex.encoders.protocol import DenseEncoder
+from ragindex.encoders.wrapping import DenseEncoderWrapper
 from ragindex.engine import Engine
 from ragindex.index.protocol import VectorIndex
-from ragindex.language import Script
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -117,7 +117,7 @@ class SerialIndex:
         return on_index_thread
 
 
-class BatchingQueryEncoder:
+class BatchingQueryEncoder(DenseEncoderWrapper):
     """A :class:`DenseEncoder` whose query side batches concurrent callers into one forward pass.
 
     Document encoding passes straight through in the caller's thread (the ingest job's).
@@ -129,7 +129,7 @@ class BatchingQueryEncoder:
     """
 
     def __init__(self, inner: DenseEncoder, *, max_batch: int = 64, torch_threads: int = 1) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.max_batch = max_batch
         self.torch_threads = torch_threads
         self._queue: queue.SimpleQueue[tuple[str, Future[np.ndarray]] | None] = queue.SimpleQueue()
@@ -137,31 +137,6 @@ class BatchingQueryEncoder:
         self._lock = threading.Lock()
         self.batches = 0
         self.queries = 0
-
-    @property
-    def fingerprint(self) -> str:
-        """See :attr:`DenseEncoder.fingerprint`."""
-        return self.inner.fingerprint
-
-    @property
-    def cache_key(self) -> str:
-        """See :attr:`DenseEncoder.cache_key`."""
-        return self.inner.cache_key
-
-    @property
-    def dimension(self) -> int:
-        """See :attr:`DenseEncoder.dimension`."""
-        return self.inner.dimension
-
-    @property
-    def languages(self) -> frozenset[Script]:
-        """See :attr:`DenseEncoder.languages`."""
-        return self.inner.languages
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "inner":  # not set yet (copy, pickle): never recurse
-            raise AttributeError(name)
-        return getattr(self.inner, name)
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Chunk vectors, computed in the calling thread."""

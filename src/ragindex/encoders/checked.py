@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from ragindex.encoders.protocol import DenseEncoder, DocumentRouter, SparseEncoder
+from ragindex.encoders.wrapping import DenseEncoderWrapper
 from ragindex.errors import EncodingError
-from ragindex.language import Script
 from ragindex.types import SparseVector
 
 UNIT_TOLERANCE = 1e-3
@@ -127,7 +127,7 @@ def _sparse_problem(vector: Any) -> str:
     return ""
 
 
-class CheckedDenseEncoder:
+class CheckedDenseEncoder(DenseEncoderWrapper):
     """A :class:`DenseEncoder` whose every output passes :func:`check_dense` (everything else is ``inner``'s).
 
     A :class:`DocumentRouter` stays one: the encoder it picks for an ingest is checked too.
@@ -136,36 +136,8 @@ class CheckedDenseEncoder:
         inner: The encoder that computes the vectors.
     """
 
-    def __init__(self, inner: DenseEncoder) -> None:
-        self.inner = inner
-
     def __repr__(self) -> str:
         return f"CheckedDenseEncoder({self.inner!r})"
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "inner":  # not set yet (copy, pickle): never recurse
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-    @property
-    def fingerprint(self) -> str:
-        """See :attr:`DenseEncoder.fingerprint`."""
-        return self.inner.fingerprint
-
-    @property
-    def cache_key(self) -> str:
-        """See :attr:`DenseEncoder.cache_key`."""
-        return self.inner.cache_key
-
-    @property
-    def dimension(self) -> int:
-        """See :attr:`DenseEncoder.dimension`."""
-        return self.inner.dimension
-
-    @property
-    def languages(self) -> frozenset[Script]:
-        """See :attr:`DenseEncoder.languages`."""
-        return self.inner.languages
 
     def for_documents(self, count: int) -> DenseEncoder:
         """The inner router's pick for ``count`` chunks, checked; this encoder if ``inner`` is no router."""
