@@ -207,7 +207,7 @@ def test_upload_search_documents_and_rerun(page: Any, served: tuple[str, str], t
     page.click("#search-button")
     page.wait_for_function("() => document.getElementById('search-status').classList.contains('error')")
     message = page.locator("#search-status").inner_text()
-    assert "RetrievalConfigurationError" in message and "rerank model" in message
+    assert message.startswith("422 RerankerUnavailableError") and "RAGINDEX_RERANK_MODEL" in message
     assert page.locator("#hits > li").count() == 0
 
 
