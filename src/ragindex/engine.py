@@ -220,6 +220,7 @@ class Engine(Maintenance, Closing):
                 folder of ``vanished_within`` like the files gone from a synced folder.
             vanished_within: The folders whose guard counts the removals of ``vanished`` (the watched folders).
         """
+        from ragindex.encoders.warmup import EncoderWarmup
         from ragindex.errors import InputError
         from ragindex.pipeline.discovery import RemovalGuard
         from ragindex.pipeline.sync import SourceSync, SyncLimits
@@ -253,6 +254,7 @@ class Engine(Maintenance, Closing):
             contextual=self.settings.contextual_chunks,
             progress=progress,
             stop=self._stop,
+            warm=EncoderWarmup(lambda: self.dense).expect,
         )
         shared = self._parser_lock.acquire(blocking=False)  # a concurrent ingest parses with a parser of its own
         try:

@@ -146,6 +146,10 @@ class CheckedDenseEncoder(DenseEncoderWrapper):
             return picked if isinstance(picked, CheckedDenseEncoder) else CheckedDenseEncoder(picked)
         return self
 
+    def bulk(self, count: int) -> bool:
+        """The inner router's answer; True if ``inner`` is no router (it encodes every ingest)."""
+        return self.inner.bulk(count) if isinstance(self.inner, DocumentRouter) else True
+
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Chunk vectors, checked."""
         vectors = self.inner.encode_documents(texts)

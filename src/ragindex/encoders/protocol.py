@@ -64,6 +64,10 @@ class DocumentRouter(Protocol):
         """The encoder (with its own ``cache_key``) for an ingest that embeds ``count`` chunks."""
         ...
 
+    def bulk(self, count: int) -> bool:
+        """Whether :meth:`for_documents` gives ``count`` chunks to the bulk runtime (cheap: loads nothing)."""
+        ...
+
 
 class SparseEncoder(Protocol):
     """Turns texts into sparse vectors (BM25 term weights or learned lexical weights)."""

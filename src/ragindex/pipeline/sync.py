@@ -94,6 +94,8 @@ class SourceSync:
         stop: Set by a signal handler: the run stops before the next file (and the indexer at its next batch).
         parser: A parser whose child outlives this run (the engine's, reused by its next ingest); default: one
             for this run, closed at its end.
+        warm: Told the number of new units staged so far after each document, so that the dense model loads
+            while later files parse (:class:`~ragindex.encoders.warmup.EncoderWarmup`).
     """
 
     def __init__(
@@ -116,8 +118,11 @@ class SourceSync:
         progress: ProgressFn | None = None,
         stop: StopFlag | None = None,
         parser: IsolatedParser | None = None,
+        warm: Callable[[int], None] | None = None,
     ) -> None:
         self.store = store
+        self.warm = warm
+        self._new_chunks = 0
         self.stop = stop
         self._indexer_factory = indexer
         self._indexer: Indexer | None = None
@@ -388,6 +393,9 @@ class SourceSync:
         report.chunks["sections"] += len(drafts) - len(chunks)
         report.chunks["reused"] += len(diff.kept)
         report.chunks["removed"] += len(diff.removed)
+        self._new_chunks += len(diff.added)
+        if self.warm is not None:
+            self.warm(self._new_chunks)
         self._purge(diff.removed, report)
         touched.append(_Touched(doc_id, run_id, len(chunks), elapsed, ctx.uri, doc.source_uri, outcome))
         return True

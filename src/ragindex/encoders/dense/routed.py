@@ -139,6 +139,10 @@ class RoutedDenseEncoder:
                 return light
         return self.heavy
 
+    def bulk(self, count: int) -> bool:
+        """Whether an ingest of ``count`` chunks goes to the heavy encoder (over ``max_batch``, or no light one)."""
+        return count > self.max_batch or self._light_factory is None
+
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Chunk vectors from the heavy encoder (whose :attr:`cache_key` this encoder reports)."""
         return self.heavy.encode_documents(texts)

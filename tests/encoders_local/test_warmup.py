@@ -1,0 +1,141 @@
+"""The dense model loads while an ingest is still chunking (EncoderWarmup), with the real shipped model.
+
+Each check that needs a clean process (which runtime got imported, and when) runs in a subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragindex import factory
+from ragindex.config.settings import Settings
+from ragindex.encoders.dense.routed import RoutedDenseEncoder
+from ragindex.encoders.warmup import EncoderWarmup
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module", autouse=True)
+def exported(onnx_cache_dir: Path) -> None:
+    """Export the ONNX model here first: the export itself needs torch, and the subprocesses must not pay it."""
+    encoder = factory.build_dense_encoder(Settings(onnx_cache_dir=onnx_cache_dir))
+    assert isinstance(encoder, RoutedDenseEncoder) and encoder.light() is not None
+
+
+def run_python(code: str, onnx_cache_dir: Path) -> dict[str, object]:
+    """Run ``code`` in a fresh interpreter (with the session's ONNX cache) and read the JSON line it prints last."""
+    env = {**os.environ, "RAGINDEX_ONNX_CACHE_DIR": str(onnx_cache_dir)}
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+    result: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_a_small_ingest_warms_onnx_runtime_and_never_torch(onnx_cache_dir: Path) -> None:
+    out = run_python(
+        """
+        import json, sys
+        from ragindex import factory
+        from ragindex.config.settings import Settings
+        from ragindex.encoders.warmup import EncoderWarmup
+
+        encoder = factory.build_dense_encoder(Settings())
+        warmup = EncoderWarmup(lambda: encoder)
+        before = "onnxruntime" in sys.modules
+        warmup.expect(3)
+        warmup.expect(12)  # still a small ingest: the same runtime, no second thread
+        warmup.join()
+        print(json.dumps({"before": before, "threads": len(warmup.threads), "onnx": "onnxruntime" in sys.modules,
+                          "torch": "torch" in sys.modules, "light": encoder.light() is not None}))
+        """,
+        onnx_cache_dir,
+    )
+    assert out == {"before": False, "threads": 1, "onnx": True, "torch": False, "light": True}
+
+
+def test_a_bulk_ingest_warms_torch_once(onnx_cache_dir: Path) -> None:
+    out = run_python(
+        """
+        import json, sys, time
+        from ragindex import factory
+        from ragindex.config.settings import Settings
+        from ragindex.encoders.warmup import EncoderWarmup
+
+        encoder = factory.build_dense_encoder(Settings())
+        warmup = EncoderWarmup(lambda: encoder)
+        for staged in (40, 300, 5000, 9000):  # crosses the light encoder's 256-chunk boundary once
+            warmup.expect(staged)
+        warmup.join()
+        t0 = time.perf_counter()
+        dim = encoder.heavy.dimension  # the model is loaded already: no second load
+        print(json.dumps({"threads": len(warmup.threads), "torch": "sentence_transformers" in sys.modules,
+                          "dim": dim, "fast": time.perf_counter() - t0 < 0.05}))
+        """,
+        onnx_cache_dir,
+    )
+    assert out == {"threads": 2, "torch": True, "dim": 384, "fast": True}
+
+
+def test_the_model_loads_before_the_dense_stage_starts(tmp_path: Path, onnx_cache_dir: Path) -> None:
+    """Engine.ingest: by the dense stage, warming began during chunking (thread alive, or the runtime imported)."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i in range(6):
+        (corpus / f"note{i}.txt").write_text(f"Note {i} about lighthouses and their keepers, number {i}.\n" * 5)
+    out = run_python(
+        f"""
+        import json, sys, threading
+        from pathlib import Path
+        from ragindex import Engine
+        from ragindex.config.settings import Settings
+
+        seen = {{}}
+        def progress(event, data):
+            if event == "stage" and data["kind"] == "dense":
+                names = [t.name for t in threading.enumerate()]
+                seen["warming"] = "ragindex-warmup" in names or "onnxruntime" in sys.modules
+        with Engine(Settings(data_dir=Path({str(tmp_path / "data")!r}))) as engine:
+            report = engine.ingest([{str(corpus)!r}], progress=progress)
+            hits = engine.search("lighthouse keepers", user_id=1, set_id=1, top_k=3).hits
+        print(json.dumps({{"warming": seen.get("warming"), "embedded": report.chunks["embedded"],
+                           "hits": len(hits), "torch": "torch" in sys.modules}}))
+        """,
+        onnx_cache_dir,
+    )
+    assert out == {"warming": True, "embedded": 6, "hits": 3, "torch": False}
+
+
+class Exploding:
+    """An encoder whose model cannot load."""
+
+    fingerprint = cache_key = "exploding"
+    languages = frozenset()
+
+    @property
+    def dimension(self) -> int:
+        raise RuntimeError("no model here")
+
+    def encode_documents(self, texts: object) -> np.ndarray:
+        raise RuntimeError("no model here")
+
+    encode_queries = encode_documents
+
+
+def test_a_failed_warm_up_is_left_for_the_encode_to_report() -> None:
+    warmup = EncoderWarmup(lambda: Exploding())  # type: ignore[arg-type, return-value]
+    warmup.expect(5)
+    warmup.expect(500)  # not a router: warmed once
+    warmup.join(timeout=10)
+    assert len(warmup.threads) == 1 and not warmup.threads[0].is_alive()
+    warmup.expect(0)
+    assert len(warmup.threads) == 1
