@@ -16,6 +16,7 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import socket
 import statistics
 import subprocess
@@ -126,7 +127,7 @@ async def _client_loop(
         started_wall, started = time.time(), time.perf_counter()
         try:
             if kind == "search":
-                body = {"query": rng.choice(queries), "set_id": 1, "top_k": 10}
+                body = {"query": rng.choice(queries), "set_id": 1, "top_k": 10, "mode": args.mode}
                 response = await client.post("/v1/search", json=body)
                 if response.status_code == 200:
                     run.server_ms.append(response.json()["latency_ms"])
@@ -195,6 +196,7 @@ async def main_async(args: Any) -> dict[str, Any]:
             rng = random.Random(7)
             load_started = time.time()
             cpu_before, load_before = _cpu_seconds(proc.pid), os.getloadavg()[0]
+            client_before = _cpu_seconds(os.getpid())
             await asyncio.gather(
                 *(
                     _client_loop(client, run, random.Random(rng.random()), queries, deadline, args)
@@ -203,6 +205,7 @@ async def main_async(args: Any) -> dict[str, Any]:
             )
             elapsed = time.time() - load_started
             server_cpu = _cpu_seconds(proc.pid) - cpu_before
+            client_cpu = _cpu_seconds(os.getpid()) - client_before
             load_avg = (load_before + os.getloadavg()[0]) / 2
             jobs = [await _wait_job(client, j) for j in run.jobs]
             metrics = (await client.get("/metrics")).text
@@ -212,13 +215,18 @@ async def main_async(args: Any) -> dict[str, Any]:
             proc.wait(60)
         except subprocess.TimeoutExpired:
             proc.kill()
+        shutil.rmtree(data_dir, ignore_errors=True)
     result = _report(args, run, jobs, elapsed, corpus_s, job, metrics)
     result["server_cpu_s"] = round(server_cpu, 1)
     result["server_cpu_cores"] = round(server_cpu / elapsed, 2)
+    result["client_cpu_cores"] = round(client_cpu / elapsed, 2)
     result["load_average"] = round(load_avg, 1)
+    searches = max(result["search"]["n"], 1)
+    result["server_cpu_ms_per_search"] = round(server_cpu / searches * 1000, 1)
     print(
-        f"server process CPU: {server_cpu:.1f} s over {elapsed:.0f} s ({server_cpu / elapsed:.2f} cores); "
-        f"machine load average {load_avg:.1f} on {os.cpu_count()} CPUs"
+        f"server process CPU: {server_cpu:.1f} s over {elapsed:.0f} s ({server_cpu / elapsed:.2f} cores, "
+        f"{server_cpu / searches * 1000:.1f} ms a search); the load client's own CPU: {client_cpu / elapsed:.2f} "
+        f"cores; machine load average {load_avg:.1f} on {os.cpu_count()} CPUs"
     )
     return result
 
@@ -232,17 +240,17 @@ def _report(
     corpus_job: dict[str, Any],
     metrics: str,
 ) -> dict[str, Any]:
-    windows = [(_utc(j["started_at"]), _utc(j["finished_at"])) for j in jobs]
-    windows = [(a, b) for a, b in windows if a is not None and b is not None]
+    spans = [(_utc(j["started_at"]), _utc(j["finished_at"])) for j in jobs]
+    windows = [(a, b) for a, b in spans if a is not None and b is not None]
 
     def during_ingest(s: Sample) -> bool:
-        return any(a <= s.started + s.seconds and s.started <= b for a, b in windows)  # type: ignore[operator]
+        return any(a <= s.started + s.seconds and s.started <= b for a, b in windows)
 
     searches = [s for s in run.samples if s.kind == "search" and s.status == 200]
     busy = [s.seconds for s in searches if during_ingest(s)]
     idle = [s.seconds for s in searches if not during_ingest(s)]
     uploads = [s.seconds for s in run.samples if s.kind == "upload" and s.status == 202]
-    ingest_s = sum((b - a) for a, b in windows)  # type: ignore[operator]
+    ingest_s = sum((b - a) for a, b in windows)
     embedded = sum(j["report"]["chunks"]["embedded"] for j in jobs if j.get("report"))
     lines = [
         f"{args.clients} clients, {elapsed:.0f} s, {len(run.samples)} requests, errors: {run.errors or 'none'}",
@@ -266,6 +274,7 @@ def _report(
     print(_line("  server: query encode (batched)", encode, elapsed))
     return {
         "clients": args.clients,
+        "mode": args.mode,
         "seconds": round(elapsed, 1),
         "requests": len(run.samples),
         "errors": run.errors,
@@ -295,6 +304,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--mode", default="hybrid", choices=["hybrid", "dense", "bm25"], help="Search mode")
     parser.add_argument("--corpus", type=int, default=150, help="SciFact records ingested before the load")
     parser.add_argument("--max-uploads", type=int, default=6, help="Most uploads during the load")
     parser.add_argument("--upload-records", type=int, default=25, help="SciFact records per upload")

@@ -402,8 +402,8 @@ class Engine(Maintenance, Closing):
             enabled_sources=enabled_by_setting(self.settings.recall_enabled_sources),
             observe=self.score_watch.observe if self.score_watch is not None else None,
         )
-        result, rows = retriever.run(replace(request, top_k=shape.fetch(request.top_k)))
-        return HitShaper(self.store).apply(result, shape, request.top_k, rows)
+        result, reads = retriever.run(replace(request, top_k=shape.fetch(request.top_k)))
+        return HitShaper(self.store).apply(result, shape, request.top_k, reads)
 
     def status(self) -> StatusReport:
         """Documents and chunks per status, per set, plus the collections (``to_dict()``: ``status --json``)."""

@@ -117,6 +117,24 @@ def test_section_context_stays_inside_the_hit_section(engine: Engine) -> None:
     assert all(len(h.context or "") <= max(300, len(h.text)) for h in small.hits)
 
 
+def test_section_expansion_reuses_the_sections_fusion_read(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """BM25 scores sections and fusion reads their chunks: expanding hits of those sections reads nothing again."""
+    asked: list[list[str]] = []
+    real = engine.store.section_chunks
+
+    def counted(section_ids: list[str]) -> Any:
+        asked.append(list(section_ids))
+        return real(section_ids)
+
+    monkeypatch.setattr(engine.store, "section_chunks", counted)
+    result = search(engine, "how heavy is the honey surplus of a strong hive", top_k=5, expand="section")
+    assert result.hits and all(hit.context for hit in result.hits)
+    # fusion read the sections BM25 found; expansion asks only for hits' sections that BM25 did not find
+    assert 1 <= len(asked) <= 2
+    assert len(asked) == 1 or not set(asked[1]) & set(asked[0])
+    assert "fifteen kilograms" in next(hit.context or "" for hit in result.hits if "surplus" in hit.text)
+
+
 def test_section_expansion_without_section_rows_uses_the_chunks_under_the_same_heading(
     make_engine: Callable[..., Engine], corpus: Path
 ) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from ragindex.errors import ValidationError
@@ -258,6 +258,19 @@ def group_hits(hits: Sequence[Hit], keys: Sequence[Hashable], top_k: int) -> lis
 
 
 # ---------------------------------------------------------------------------------------------- over the store
+@dataclass(slots=True)
+class StoreReads:
+    """Truth-store rows a search has read already, so that shaping its hits does not read them again.
+
+    Attributes:
+        rows: A hit's chunk id -> its row (the retriever's backfill).
+        sections: A section id -> its live chunks in order (read to fuse the section's lexical score).
+    """
+
+    rows: dict[str, ChunkRow] = field(default_factory=dict)
+    sections: dict[str, list[ChunkText]] = field(default_factory=dict)
+
+
 class HitShaper:
     """Groups and expands a retriever's hits, reading the chunks it needs from the truth store.
 
@@ -268,18 +281,17 @@ class HitShaper:
     def __init__(self, store: ChunkStore) -> None:
         self.store = store
 
-    def apply(
-        self, result: SearchResult, shape: HitShape, top_k: int, rows: Mapping[str, ChunkRow] | None = None
-    ) -> SearchResult:
+    def apply(self, result: SearchResult, shape: HitShape, top_k: int, reads: StoreReads | None = None) -> SearchResult:
         """``result`` grouped (then cut to ``top_k``) and expanded as ``shape`` says; latency gains the phases.
 
-        ``rows`` are hits' chunk rows the caller has already read (the retriever's backfill); others are read.
+        ``reads`` are the rows the retriever has already read (hits' chunks, sections' chunks); others are read.
         """
         if not result.hits or (shape.group_by == GroupBy.NONE and shape.expand == Expand.NONE):
             return result
+        reads = reads or StoreReads()
         latency = dict(result.latency_ms)
         retrieved_ms = latency.pop("total", 0.0)
-        rows = dict(rows or {})
+        rows = dict(reads.rows)
         hits = list(result.hits)
         t0 = time.perf_counter()
         if shape.group_by != GroupBy.NONE:
@@ -290,7 +302,7 @@ class HitShaper:
         hits = hits[:top_k]
         if shape.expand != Expand.NONE:
             t1 = time.perf_counter()
-            hits = self._expand(hits, self._rows(hits, rows), shape)
+            hits = self._expand(hits, self._rows(hits, rows), reads.sections, shape)
             latency["expand"] = _ms(t1)
         latency["total"] = round(retrieved_ms + _ms(t0), 3)
         return replace(result, hits=tuple(hits), latency_ms=latency)
@@ -299,12 +311,16 @@ class HitShaper:
         missing = [hit.chunk_id for hit in hits if hit.chunk_id not in rows]
         return rows | {row.chunk_id: row for row in self.store.get_chunks(missing)} if missing else rows
 
-    def _expand(self, hits: Sequence[Hit], rows: dict[str, ChunkRow], shape: HitShape) -> list[Hit]:
+    def _expand(
+        self, hits: Sequence[Hit], rows: dict[str, ChunkRow], known: Mapping[str, list[ChunkText]], shape: HitShape
+    ) -> list[Hit]:
         members: dict[str, list[ChunkText]] = {}
         if shape.expand == Expand.SECTION:
             kept = (rows.get(hit.chunk_id) for hit in hits)
-            ids = [row.section_id for row in kept if row is not None and row.section_id is not None]
-            members = self.store.section_chunks(list(dict.fromkeys(ids)))
+            ids = list(dict.fromkeys(row.section_id for row in kept if row is not None and row.section_id is not None))
+            members = {section: known[section] for section in ids if section in known}
+            if missing := [section for section in ids if section not in known]:
+                members |= self.store.section_chunks(missing)
         documents: dict[int, list[ChunkRow]] = {}
 
         def document(doc_id: int) -> list[ChunkRow]:

@@ -29,12 +29,13 @@ from ragindex.errors import (
 from ragindex.index.protocol import TenantFilter, VectorIndex, VectorQuery
 from ragindex.index.routing import bucket_of
 from ragindex.language import dominant_script
+from ragindex.retrieval.context import StoreReads
 from ragindex.retrieval.fusion import FUSIONS, Candidate, Fused, fuse
 from ragindex.retrieval.rerank import Reranker
 from ragindex.retrieval.sources import OnSourceError, SourceFailures, requested_sources, resolve, source_error_policy
 from ragindex.retrieval.terms import best_match, query_terms
 from ragindex.store.protocol import ChunkStore
-from ragindex.store.records import ChunkRow, ChunkView
+from ragindex.store.records import ChunkText, ChunkView
 from ragindex.types import BBox, Hit, SearchMode, SearchResult, SourceScore, Unit, VectorKind
 
 _BACKFILL_MARGIN = 10
@@ -178,16 +179,16 @@ class Retriever:
         """Run one validated request."""
         return self.run(request)[0]
 
-    def run(self, request: SearchRequest) -> tuple[SearchResult, dict[str, ChunkRow]]:
-        """Run one validated request; also return the backfilled rows of its hits (grouping and expansion use them)."""
+    def run(self, request: SearchRequest) -> tuple[SearchResult, StoreReads]:
+        """Run one validated request; also return the rows it read (grouping and expansion reuse them)."""
         started = time.perf_counter()
         latency: dict[str, float] = {}
         sources = self.sources_for(request.mode, request.sources)
         if not request.query.strip():
-            return SearchResult(hits=(), latency_ms={"total": 0.0}, mode=request.mode.value), {}
+            return SearchResult(hits=(), latency_ms={"total": 0.0}, mode=request.mode.value), StoreReads()
         collection = self._collection()
         if collection is None:
-            return SearchResult(hits=(), latency_ms={"total": _ms(started)}, mode=request.mode.value), {}
+            return SearchResult(hits=(), latency_ms={"total": _ms(started)}, mode=request.mode.value), StoreReads()
         sources, skipped, warnings = self._language_guard(request.query, sources)
         failures = SourceFailures(request.on_source_error)
 
@@ -209,9 +210,9 @@ class Retriever:
         per_source = request.candidates if hybrid else request.top_k * 2 + 10
         if request.rerank:  # over-fetch so that the reranker sees rerank_candidates live chunks
             per_source = max(per_source, self.rerank_candidates + (0 if hybrid else 10))
-        first = True
+        first, reads = True, StoreReads()
         while True:
-            fused, full = self._fused(request, queries, collection, per_source, failures, latency, watch=first)
+            fused, full = self._fused(request, queries, collection, per_source, failures, latency, reads, watch=first)
             first = False
             t0 = time.perf_counter()
             views, enough = self._backfill(fused, request)
@@ -235,7 +236,8 @@ class Retriever:
             warnings=warnings,
             degraded=failures.degraded,
         )
-        return result, {hit.chunk_id: views[hit.chunk_id].chunk for hit in hits}
+        reads.rows = {hit.chunk_id: views[hit.chunk_id].chunk for hit in hits}
+        return result, reads
 
     def _fused(
         self,
@@ -245,12 +247,14 @@ class Retriever:
         per_source: int,
         failures: SourceFailures,
         latency: dict[str, float],
+        reads: StoreReads,
         *,
         watch: bool,
     ) -> tuple[list[Fused], bool]:
         """Each source's ``per_source`` best candidates, as chunks, fused; and whether any source filled its list.
 
-        With ``watch`` the score lists go to the score-drift watch (the first round of a search only).
+        With ``watch`` the score lists go to the score-drift watch (the first round of a search only). The
+        sections' chunks read to fuse are kept in ``reads``.
         """
         hybrid = request.mode == SearchMode.HYBRID
         bucket = bucket_of(request.user_id, self.bucket_count)
@@ -283,7 +287,7 @@ class Retriever:
         if not hybrid and not request.rerank:  # one lexical list: only its first sections can become hits
             keep = per_source - request.top_k  # top_k + 10 on the first round: the margin covers a few ghosts
             lists = {s: items if s == VectorKind.DENSE else items[:keep] for s, items in lists.items()}
-        ranked = self._chunk_lists(request.query, lists)
+        ranked = self._chunk_lists(request.query, lists, reads.sections)
         weights = {s: w for s, w in self.rrf_weights.items() if s in ranked} or None
         fused = fuse(request.fusion, ranked, k=self.rrf_k, weights=weights) if hybrid else _single(ranked)
         latency["fuse"] = latency.get("fuse", 0.0) + _ms(t0)
@@ -354,19 +358,22 @@ class Retriever:
             ),
         )
 
-    def _chunk_lists(self, query: str, lists: Mapping[str, list[tuple[str, float]]]) -> dict[str, list[Candidate]]:
+    def _chunk_lists(
+        self, query: str, lists: Mapping[str, list[tuple[str, float]]], read: dict[str, list[ChunkText]]
+    ) -> dict[str, list[Candidate]]:
         """Lexical sources rank sections; fusion ranks chunks: each section stands for its chunks, at its rank.
 
         A section's chunks that dense also found take the section's score and rank (so a chunk combines its own
         dense evidence with its section's lexical evidence); a section none of whose chunks dense found is
         represented by the chunk that shares most terms with the query. Ids that are not sections (an index
-        built without sections) stand for themselves.
+        built without sections) stand for themselves. The sections' chunks read go to ``read``.
         """
         out: dict[str, list[Candidate]] = {source: list(items) for source, items in lists.items()}
         lexical = [source for source in lists if source != VectorKind.DENSE]
         if not lexical:
             return out
         members = self.store.section_chunks([uid for source in lexical for uid, _ in lists[source]])
+        read.update(members)
         if not members:
             return out
         dense = {cid for cid, _ in lists.get(VectorKind.DENSE, ())}
