@@ -1,0 +1,82 @@
+"""A search request, validated when it is made: every error names its field (seed section 9.1)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ragindex.errors import ValidationError
+from ragindex.retrieval.fusion import FUSIONS
+from ragindex.retrieval.sources import OnSourceError, requested_sources, source_error_policy
+from ragindex.types import SearchMode
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    """A search request, checked when it is made: an error names the field (seed section 9.1)."""
+
+    query: str
+    user_id: int
+    set_id: int
+    doc_ids: tuple[int, ...] | None
+    mode: SearchMode
+    top_k: int
+    score_threshold: float | None
+    fusion: str
+    candidates: int
+    rerank: bool = False
+    sources: tuple[str, ...] | None = None
+    """Narrow the sources to these (within ``RAGINDEX_RECALL_ENABLED_SOURCES``); None: every enabled one."""
+    on_source_error: OnSourceError = OnSourceError.FAIL
+    """``fail``: a failing source fails the search; ``degrade``: the search goes on without it."""
+
+    def __post_init__(self) -> None:
+        validate_ids(user_id=self.user_id, set_id=self.set_id)
+        object.__setattr__(self, "sources", requested_sources(self.sources))
+        object.__setattr__(self, "on_source_error", source_error_policy(self.on_source_error))
+        if self.sources is not None and self.mode != SearchMode.HYBRID and self.mode.value not in self.sources:
+            raise ValidationError(
+                "sources",
+                f"mode {self.mode.value} searches {self.mode.value} only, which {','.join(self.sources)} leaves out; "
+                f"add it or search with mode hybrid",
+            )
+        for doc_id in self.doc_ids or ():
+            if not isinstance(doc_id, int) or isinstance(doc_id, bool) or doc_id < 1:
+                raise ValidationError("doc_ids", f"must be positive integers, got {doc_id!r}")
+        if not isinstance(self.top_k, int) or self.top_k < 1:
+            raise ValidationError("top_k", f"must be >= 1, got {self.top_k!r}")
+        if self.candidates < 1:
+            raise ValidationError("candidates", f"must be >= 1, got {self.candidates!r}")
+        if self.fusion not in FUSIONS:
+            raise ValidationError("fusion", f"unknown fusion {self.fusion!r}; valid: {', '.join(sorted(FUSIONS))}")
+        if self.score_threshold is not None:
+            _check_threshold(self.score_threshold, self.mode, rerank=self.rerank)
+
+
+def validate_ids(**ids: int) -> None:
+    """user_id, set_id (and any other id) must be positive integers."""
+    for name, value in ids.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValidationError(name, f"must be a positive integer, got {value!r}")
+
+
+def search_mode(mode: str) -> SearchMode:
+    """The :class:`SearchMode` named ``mode``; a ValidationError listing the valid ones otherwise."""
+    try:
+        return SearchMode(mode)
+    except ValueError:
+        valid = ", ".join(m.value for m in SearchMode)
+        raise ValidationError("mode", f"unknown mode {mode!r}; valid: {valid}") from None
+
+
+def _check_threshold(value: float, mode: SearchMode, *, rerank: bool = False) -> None:
+    if not math.isfinite(value):
+        raise ValidationError("score_threshold", f"must be a finite number, got {value!r}")
+    if rerank and not 0.0 <= value <= 1.0:
+        raise ValidationError(
+            "score_threshold", f"with rerank it applies to the rerank score (a sigmoid, in [0, 1]); got {value}"
+        )
+    if mode == SearchMode.DENSE and not 0.0 <= value <= 1.0:
+        raise ValidationError("score_threshold", f"dense scores are cosine similarities in [0, 1]; got {value}")
+    if value < 0.0:
+        raise ValidationError("score_threshold", f"{mode.value} scores are never negative; got {value}")
