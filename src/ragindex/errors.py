@@ -177,6 +177,14 @@ class RerankerUnavailableError(RetrievalConfigurationError, http_status=422):
     """
 
 
+class SourceUnavailableError(RetrievalConfigurationError, http_status=422):
+    """A search asked for a source (by ``sources`` or its mode) that this deployment disables or lacks.
+
+    422, not 500: the same search over the enabled sources works. A setting that enables no source at all
+    stays a :class:`RetrievalConfigurationError` (500): no request can be served then.
+    """
+
+
 class RetrievalBackendError(RetrievalError, BackendError):
     """The index could not be queried (unreachable, timed out)."""
 

@@ -17,7 +17,12 @@ from typer.testing import CliRunner
 
 from ragindex.config.settings import Settings
 from ragindex.engine import Engine
-from ragindex.errors import RetrievalConfigurationError, RetrievalEncodingError, ValidationError
+from ragindex.errors import (
+    RetrievalConfigurationError,
+    RetrievalEncodingError,
+    SourceUnavailableError,
+    ValidationError,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -106,11 +111,11 @@ def test_enabled_sources_and_per_call_overrides_apply_at_run_time(encoder, tmp_f
         hybrid = engine.search(QUERY, **USER, top_k=3)
         assert hybrid.hits[0].filename == "cats.md" and not hybrid.degraded
         assert all(set(hit.scores) == {"bm25"} for hit in hybrid.hits)
-        with pytest.raises(RetrievalConfigurationError, match="dense search is disabled by RAGINDEX_RECALL_ENABLED"):
+        with pytest.raises(SourceUnavailableError, match="dense search is disabled by RAGINDEX_RECALL_ENABLED"):
             engine.search(QUERY, **USER, mode="dense")
-        with pytest.raises(RetrievalConfigurationError, match="source dense is disabled by RAGINDEX_RECALL_ENABLED"):
+        with pytest.raises(SourceUnavailableError, match="source dense is disabled by RAGINDEX_RECALL_ENABLED"):
             engine.search(QUERY, **USER, sources=["bm25", "dense"])
-        with pytest.raises(RetrievalConfigurationError, match="sparse search is not enabled"):
+        with pytest.raises(SourceUnavailableError, match="sparse search is not enabled"):
             engine.search(QUERY, **USER, sources=["sparse"])
 
         engine.settings.recall_enabled_sources = "bm25,colbert"  # an invalid value set at run time
@@ -196,6 +201,9 @@ def test_service_degrades_over_http_and_counts_it_in_metrics(encoder, tmp_files,
             assert "'dense', 'bm25' or 'sparse'" in search(sources=["colbert"]).json()["message"]
             mismatch = search(mode="dense", sources=["bm25"])
             assert mismatch.status_code == 422 and mismatch.json()["context"]["field"] == "sources"
+            unconfigured = search(sources=["sparse"])  # a source this deployment lacks: the request's fault, not 500
+            assert unconfigured.status_code == 422 and unconfigured.json()["error"] == "SourceUnavailableError"
+            assert "configure a sparse provider" in unconfigured.json()["message"]
 
             admin = create_key(app.state.service.store, user_id=1, admin=True)["key"]
             metrics = client.get("/metrics", headers={"Authorization": f"Bearer {admin}"}).text

@@ -14,7 +14,13 @@ from collections.abc import Iterable
 from enum import StrEnum
 
 from ragindex.config.sources import SOURCES, parse_sources
-from ragindex.errors import RetrievalBackendError, RetrievalConfigurationError, RetrievalEncodingError, ValidationError
+from ragindex.errors import (
+    RetrievalBackendError,
+    RetrievalConfigurationError,
+    RetrievalEncodingError,
+    SourceUnavailableError,
+    ValidationError,
+)
 from ragindex.types import VectorKind
 
 __all__ = [
@@ -99,14 +105,14 @@ def resolve(
     name only configured sources. A single mode runs its own source, which must be configured and allowed.
 
     Raises:
-        RetrievalConfigurationError: A source the call or the mode needs is disabled or not configured, or
-            nothing is left to search.
+        SourceUnavailableError: A source the call or the mode needs is disabled or not configured (HTTP 422).
+        RetrievalConfigurationError: The setting leaves nothing to search.
     """
     allowed = tuple(s for s in configured if enabled is None or s in enabled)
     if requested is not None:
         off = [s for s in requested if s in configured and s not in allowed]
         if off:
-            raise RetrievalConfigurationError(
+            raise SourceUnavailableError(
                 f"source {', '.join(off)} is disabled by {SETTING}={','.join(enabled or ())}; search without it "
                 f"or enable it there",
                 source=off[0],
@@ -120,7 +126,7 @@ def resolve(
         if mode_source not in configured:
             raise _not_configured(mode_source)
         if mode_source not in allowed:
-            raise RetrievalConfigurationError(
+            raise SourceUnavailableError(
                 f"{mode_source} search is disabled by {SETTING}={','.join(enabled or ())}; "
                 f"enable {mode_source} there or search with another mode",
                 source=mode_source,
@@ -135,9 +141,9 @@ def resolve(
     return allowed
 
 
-def _not_configured(source: str) -> RetrievalConfigurationError:
+def _not_configured(source: str) -> SourceUnavailableError:
     fix = "set RAGINDEX_BM25_ENABLED=true" if source == VectorKind.BM25 else "configure a sparse provider"
-    return RetrievalConfigurationError(f"{source} search is not enabled; {fix} and re-index", source=source)
+    return SourceUnavailableError(f"{source} search is not enabled; {fix} and re-index", source=source)
 
 
 class SourceFailures:
