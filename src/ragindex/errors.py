@@ -200,7 +200,7 @@ def exit_codes() -> dict[int, str]:
     """
     codes = {
         EXIT_OK: "ok: everything asked for was done",
-        EXIT_MISMATCH: "`verify` found the index and the truth store differ (run `ragindex repair`), or `eval --reference` found the pinned results moved",
+        EXIT_MISMATCH: "`verify`: index and truth store differ (run `ragindex repair`); `eval --reference`: drift",
         InputError.exit_code: "bad usage or input (the message names the field or the file)",
         ConfigurationError.exit_code: "configuration: an invalid setting, a missing extra or model",
         BackendError.exit_code: "a store or index backend failed, or another process owns the embedded index",

@@ -4,7 +4,7 @@ Exit codes map from the error hierarchy (``ragindex.errors.exit_codes()``; a tes
 the README's table to it):
 
     0    ok: everything asked for was done
-    1    `verify` found the index and the truth store differ (run `ragindex repair`), or `eval --reference` found the pinned results moved
+    1    `verify`: index and truth store differ (run `ragindex repair`); `eval --reference`: drift
     2    bad usage or input (the message names the field or the file)
     3    configuration: an invalid setting, a missing extra or model
     4    a store or index backend failed, or another process owns the embedded index
