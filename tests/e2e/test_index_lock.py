@@ -11,11 +11,12 @@ import json
 import os
 import signal
 import socket
+import time
 from pathlib import Path
 
 import pytest
 
-from claimkit import counts, end, indexing, outcome, run, sqlite_url, start, wait_for, write_corpus
+from claimkit import counts, end, indexing, outcome, run, sqlite_url, start, stopped, wait_for, write_corpus
 
 pytestmark = pytest.mark.integration
 
@@ -68,12 +69,18 @@ def test_two_ingests_the_second_fails_fast_naming_the_first(tmp_path: Path) -> N
     data = tmp_path / "data"
     url = sqlite_url(data)
     log = tmp_path / "first.log"
-    first = start(data, log, "ingest", str(corpus), "--json")
+    # the first freezes (SIGSTOP) holding its claims and the index: a 12-file ingest on the light encoder is over
+    # in about a second, and a second ingest that found everything indexed would rightly have nothing to do
+    first = start(data, log, "ingest", str(corpus), "--json", failpoints="dense.after_encode=stop")
     try:
-        wait_for("the first ingest to claim chunks", lambda: indexing(url), first)
+        wait_for("the first ingest to stop holding its claims", lambda: stopped(first.pid) and indexing(url), first)
         second = run(data, "ingest", str(corpus), "--json")
         assert second.returncode == 4, outcome(second)
         assert f"process {first.pid}" in second.stderr and "ragindex ingest" in second.stderr, second.stderr
+        while first.poll() is None:  # the failpoint stops it again at each batch: resume it each time
+            if stopped(first.pid):
+                first.send_signal(signal.SIGCONT)
+            time.sleep(0.05)
         assert first.wait(600) == 0, outcome(first, log)
     finally:
         end(first)
