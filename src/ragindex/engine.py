@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ragindex import factory
 from ragindex.closing import Closing
 from ragindex.config.settings import Settings
+from ragindex.editing import ChunkEditing
 from ragindex.maintenance import Maintenance
 from ragindex.pipeline.catalog import CollectionCatalog
 from ragindex.pipeline.stopping import StopSignal
@@ -30,10 +31,9 @@ if TYPE_CHECKING:
     from ragindex.loaders.isolated import IsolatedParser
     from ragindex.pipeline.indexer import Indexer
     from ragindex.pipeline.inspection import DocumentDetail, DocumentPage
-    from ragindex.pipeline.manage import ChunkManager
     from ragindex.pipeline.sync import IngestReport, ProgressFn
     from ragindex.pipeline.verify import VerifyReport
-    from ragindex.results import ChunkUpdate, DeleteResult, StatusReport
+    from ragindex.results import StatusReport
     from ragindex.retrieval.drift import ScoreWatch
     from ragindex.retrieval.rerank import Reranker
     from ragindex.store.records import ParsedDocument
@@ -44,8 +44,11 @@ log = logging.getLogger(__name__)
 _Part = TypeVar("_Part")
 
 
-class Engine(Maintenance, Closing):
-    """Ingest, search and verify one deployment (repair and reindex: :class:`~ragindex.maintenance.Maintenance`).
+class Engine(ChunkEditing, Maintenance, Closing):
+    """Ingest, search and verify one deployment.
+
+    Repair and reindex: :class:`~ragindex.maintenance.Maintenance`; editing and deleting chunks:
+    :class:`~ragindex.editing.ChunkEditing`.
 
     Args:
         settings: Validated settings (default: read from the environment and ``.env``).
@@ -462,7 +465,7 @@ class Engine(Maintenance, Closing):
 
         return read_parsed(self.store, doc_id, user_id=user_id)
 
-    # ------------------------------------------------------------------ chunk management, repair, reindex
+    # ------------------------------------------------------------------ shared with the mixins
     @property
     def kinds(self) -> tuple[str, ...]:
         """Enabled vector kinds in stage order (dense first)."""
@@ -472,37 +475,3 @@ class Engine(Maintenance, Closing):
         """Index stages bound to the ACTIVE collection (adopting a new sparse provider), or None before any."""
         collection = self.collections.read_for_write()
         return self.indexer(collection) if collection is not None else None
-
-    def _chunk_manager(self) -> ChunkManager:
-        from ragindex.pipeline.manage import ChunkManager
-
-        self.owner.begin(release=False)
-        return ChunkManager(self.store, self._active_indexer, self.kinds)
-
-    def update_chunk(
-        self, chunk_id: str, content: str | None = None, metadata: dict[str, Any] | None = None
-    ) -> ChunkUpdate:
-        """Edit one chunk (seed 4.4): unchanged content re-embeds nothing; changed content is re-indexed in place.
-
-        The chunk keeps its id (the index point id); ``reembedded`` says whether its copies were rewritten.
-        Raises NotFoundError for an unknown or deleted chunk.
-        """
-        return self._chunk_manager().update_chunk(chunk_id, content, metadata)
-
-    def delete_chunks(self, chunk_ids: Sequence[str]) -> DeleteResult:
-        """Delete chunks (seed 4.5): REMOVED in the truth store first (gone from search), then purged from the index.
-
-        Returns the counts (``removed``, ``purged``, ``purge_failed``, ...); a failed purge is left for :meth:`repair`.
-        """
-        return self._chunk_manager().delete_chunks(chunk_ids)
-
-    def delete_document(self, doc_id: int, *, user_id: int | None = None) -> DeleteResult:
-        """Delete a document and its chunks (see :meth:`delete_chunks`)."""
-        return self._chunk_manager().delete_document(doc_id, user_id=user_id)
-
-    def delete_source(self, path: str | Path, *, user_id: int = 1, set_id: int = 1) -> DeleteResult:
-        """Delete the documents of (user_id, set_id) whose file is ``path`` or lies under that folder."""
-        from ragindex.retrieval.search import validate_ids
-
-        validate_ids(user_id=user_id, set_id=set_id)
-        return self._chunk_manager().delete_source(path, user_id=user_id, set_id=set_id)

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import httpx
 
 from ragindex.client import calls, models
-from ragindex.client.base import DEFAULT_TIMEOUT_S, ClientBase
+from ragindex.client.base import ClientBase
 from ragindex.client.calls import Call, UploadFile
 from ragindex.errors import BackendError
 from ragindex.types import SearchResult
@@ -32,16 +32,10 @@ class AsyncClient(ClientBase):
         headers: More headers for every request.
     """
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        api_key: str | None = None,
-        timeout: float | None = DEFAULT_TIMEOUT_S,
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
-        super().__init__(url, api_key=api_key, timeout=timeout, headers=headers)
-        self._http = httpx.AsyncClient(**self._http_options())
+    _http: httpx.AsyncClient
+
+    def _connect(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(base_url=self.url, headers=self._headers, timeout=self.timeout)
 
     async def send(self, call: Call[T]) -> T:
         """Send one :class:`~ragindex.client.calls.Call` and read its answer (the methods below use it)."""

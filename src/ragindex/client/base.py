@@ -44,9 +44,11 @@ class ClientBase:
         self._headers = {"Accept": "application/json", **(headers or {})}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
+        self._http = self._connect()
 
-    def _http_options(self) -> dict[str, Any]:
-        return {"base_url": self.url, "headers": self._headers, "timeout": self.timeout}
+    def _connect(self) -> Any:
+        """The httpx client of the subclass (blocking or asyncio), built once the connection settings are checked."""
+        raise NotImplementedError
 
     def _failed(self, exc: httpx.TransportError) -> BackendError:
         return transport_error(self.url, exc, self.timeout)

@@ -15,12 +15,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragindex.service.schemas import (
+    ChunkOut,
     DocumentDetailOut,
     DocumentPageOut,
     DocumentSummary,
     JobAccepted,
     JobCancelOut,
+    JobDetailOut,
     JobPageOut,
+    JobRunOut,
     JobSummary,
     KeyInfo,
     ParsedDocumentOut,
@@ -98,25 +101,6 @@ class SetDocuments(_Out):
     documents: list[DocumentSummary]
 
 
-class ChunkOut(_Out):
-    """``GET /v1/chunks/{chunk_id}``: an ACTIVE chunk with its per-kind index statuses."""
-
-    chunk_id: str
-    doc_id: int
-    set_id: int
-    chunk_index: int
-    text: str
-    metadata: dict[str, Any]
-    page: int | None
-    section: str | None
-    start_line: int | None
-    end_line: int | None
-    token_count: int | None
-    statuses: dict[str, str | None]
-    attempts: int
-    last_error: str | None
-
-
 class ChunkUpdate(_Out):
     """``PATCH /v1/chunks/{chunk_id}``: what changed; ``reembedded`` says whether its copies were rewritten."""
 
@@ -141,27 +125,12 @@ class Deletion(_Out):
     next_action: str | None = Field(description="`ragindex repair` when a purge failed, else null.")
 
 
-class JobRun(_Out):
-    """The pipeline run of one document of a job."""
-
-    doc_id: int
-    status: str
-    stages: dict[str, str | None]
-    durations_ms: dict[str, float | None]
-    failed_stage: str | None
-    recover_from_stage: str | None
-    chunk_count: int | None
-    error: str | None
+JobRun = JobRunOut
+"""The pipeline run of one document of a job (the service's schema)."""
 
 
-class JobDetail(JobSummary):
+class JobDetail(JobDetailOut):
     """``GET /v1/jobs/{job_id}``: the job, its live progress, each document's run, and the report when done."""
-
-    model_config = ConfigDict(extra="allow")
-
-    progress: dict[str, Any] | None
-    runs: list[JobRun]
-    report: dict[str, Any] | None
 
     @property
     def finished(self) -> bool:

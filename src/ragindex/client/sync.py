@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import httpx
 
 from ragindex.client import calls, models
-from ragindex.client.base import DEFAULT_TIMEOUT_S, ClientBase
+from ragindex.client.base import ClientBase
 from ragindex.client.calls import Call, UploadFile
 from ragindex.errors import BackendError
 from ragindex.types import SearchResult
@@ -37,16 +37,10 @@ class Client(ClientBase):
         ...         print(hit.score, hit.filename, hit.text[:60])
     """
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        api_key: str | None = None,
-        timeout: float | None = DEFAULT_TIMEOUT_S,
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
-        super().__init__(url, api_key=api_key, timeout=timeout, headers=headers)
-        self._http = httpx.Client(**self._http_options())
+    _http: httpx.Client
+
+    def _connect(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, headers=self._headers, timeout=self.timeout)
 
     def send(self, call: Call[T]) -> T:
         """Send one :class:`~ragindex.client.calls.Call` and read its answer (the methods below use it)."""

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
 
 from ragindex._optional import missing_extra
+from ragindex.closing import Closing
 from ragindex.config.settings import Settings
 from ragindex.engine import Engine
 from ragindex.integrations._search import Searcher, hit_content, hit_metadata
@@ -29,7 +30,7 @@ except ImportError as exc:
 __all__ = ["RagindexRetriever"]
 
 
-class RagindexRetriever(BaseRetriever):
+class RagindexRetriever(BaseRetriever, Closing):
     """A LangChain ``BaseRetriever`` that searches one ragindex set, embedded or over HTTP.
 
     ``invoke`` / ``ainvoke`` return ``Document`` objects: ``page_content`` is the hit's text (its ``context`` when
@@ -112,12 +113,6 @@ class RagindexRetriever(BaseRetriever):
     def close(self) -> None:
         """Close the HTTP client, and the embedded engine this retriever opened."""
         self._searcher.close()
-
-    def __enter__(self) -> RagindexRetriever:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
 
 def _documents(hits: Sequence[Hit]) -> list[Document]:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragindex._optional import missing_extra
+from ragindex.closing import Closing
 from ragindex.integrations._search import TECHNICAL_KEYS, Searcher, hit_content, hit_metadata
 
 try:
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["RagindexRetriever"]
 
 
-class RagindexRetriever(BaseRetriever):
+class RagindexRetriever(BaseRetriever, Closing):
     """A LlamaIndex ``BaseRetriever`` that searches one ragindex set, embedded or over HTTP.
 
     ``retrieve`` / ``aretrieve`` return ``NodeWithScore`` objects whose score is the hit's score and whose
@@ -125,12 +126,6 @@ class RagindexRetriever(BaseRetriever):
     def close(self) -> None:
         """Close the HTTP client, and the embedded engine this retriever opened."""
         self.searcher.close()
-
-    def __enter__(self) -> RagindexRetriever:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
 
 def _nodes(hits: Sequence[Hit]) -> list[NodeWithScore]:

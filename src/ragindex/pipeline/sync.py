@@ -37,6 +37,7 @@ from ragindex.pipeline.failures import FailureLog, check_name, fails_alone
 from ragindex.pipeline.indexer import Indexer, StageResult, check_stop
 from ragindex.pipeline.report import IngestReport as IngestReport
 from ragindex.pipeline.report import file_outcomes
+from ragindex.pipeline.run_outcomes import Touched, finish_runs
 from ragindex.pipeline.stopping import StopFlag
 from ragindex.pipeline.sync_limits import SyncLimits as SyncLimits
 from ragindex.pipeline.sync_limits import unit_kinds as unit_kinds
@@ -60,17 +61,6 @@ class _FileContext:
     set_id: int
     bucket: int
     job_id: str | None
-
-
-@dataclass
-class _Touched:
-    doc_id: int
-    run_id: int
-    chunk_count: int
-    chunking_ms: float
-    file_uri: str = ""
-    source_uri: str = ""
-    outcome: str | None = None  # where the document is counted in the report (None: indexed without a re-parse)
 
 
 class SourceSync:
@@ -206,7 +196,7 @@ class SourceSync:
         rechunk = self.store.files_chunked_otherwise(user_id, set_id, self.chunking_fingerprint)
         bucket = bucket_of(user_id, self.bucket_count)
         failures = FailureLog(self.store, self.kinds, report.failures)
-        touched: list[_Touched] = []
+        touched: list[Touched] = []
         removed: list[str] = []
         per_file: dict[str, dict[str, int]] = {}
         t_chunking = time.perf_counter()
@@ -274,7 +264,7 @@ class SourceSync:
         parser: IsolatedParser,
         failures: FailureLog,
         report: IngestReport,
-        touched: list[_Touched],
+        touched: list[Touched],
         removed: list[str],
     ) -> dict[str, int]:
         file_hash = ""
@@ -351,7 +341,7 @@ class SourceSync:
         outcome: str,
         failures: FailureLog,
         report: IngestReport,
-        touched: list[_Touched],
+        touched: list[Touched],
         loading_ms: float | None = None,
     ) -> bool:
         """Chunk and stage one document; False when it failed alone (recorded by ``failures``)."""
@@ -397,7 +387,7 @@ class SourceSync:
         if self.warm is not None:
             self.warm(self._new_chunks)
         self._purge(diff.removed, report)
-        touched.append(_Touched(doc_id, run_id, len(chunks), elapsed, ctx.uri, doc.source_uri, outcome))
+        touched.append(Touched(doc_id, run_id, len(chunks), elapsed, ctx.uri, doc.source_uri, outcome))
         return True
 
     def _start_run(self, doc_id: int, job_id: str | None) -> int:
@@ -411,7 +401,7 @@ class SourceSync:
         self,
         user_id: int,
         set_id: int,
-        touched: list[_Touched],
+        touched: list[Touched],
         job_id: str | None,
         report: IngestReport,
         failures: FailureLog,
@@ -437,8 +427,8 @@ class SourceSync:
             run_id = self._start_run(doc_id, job_id)
             self.store.set_stage(run_id, Stage.LOADING, RunStatus.SKIPPED)
             self.store.set_stage(run_id, Stage.CHUNKING, RunStatus.SKIPPED)
-            touched.append(_Touched(doc_id=doc_id, run_id=run_id, chunk_count=0, chunking_ms=0.0))
-        for item, stage, error in self._finish_runs(touched, results):
+            touched.append(Touched(doc_id=doc_id, run_id=run_id, chunk_count=0, chunking_ms=0.0))
+        for item, stage, error in finish_runs(self.store, self.kinds, touched, results):
             if item.outcome is None:  # not parsed by this run: look up where it comes from
                 row = self.store.get_document(item.doc_id)
                 item.file_uri, item.source_uri = row.file_uri, row.source_uri
@@ -456,44 +446,6 @@ class SourceSync:
                 "documents failed to index: `ragindex repair` retries their chunks below RAGINDEX_MAX_ATTEMPTS, "
                 "`ragindex reindex --failed` retries every FAILED chunk"
             )
-
-    def _finish_runs(
-        self, touched: Sequence[_Touched], results: dict[str, StageResult]
-    ) -> list[tuple[_Touched, str, str | None]]:
-        """Close every run of this ingest and settle its document's status, in two queries.
-
-        Returns the documents that failed, with the first failed stage and its error.
-        """
-        outcomes = self.store.index_outcomes([t.doc_id for t in touched], self.kinds)
-        settled = []
-        failed: list[tuple[_Touched, str, str | None]] = []
-        for item in touched:
-            failed_stage: str | None = None
-            error: str | None = None
-            stages: dict[str, tuple[str, float]] = {}
-            total = item.chunking_ms
-            for kind in self.kinds:
-                spent = results[kind].time_by_doc_ms.get(item.doc_id, 0.0) if kind in results else 0.0
-                total += spent
-                problem = outcomes[item.doc_id][kind]
-                stages[kind] = (RunStatus.FAILED if problem else RunStatus.SUCCESS, spent)
-                if problem and failed_stage is None:
-                    failed_stage, error = Stage(kind.upper()), problem
-            if failed_stage is not None:
-                failed.append((item, failed_stage, error))
-            settled.append(
-                {
-                    "run_id": item.run_id,
-                    "doc_id": item.doc_id,
-                    "status": RunStatus.FAILED if failed_stage else RunStatus.SUCCESS,
-                    "failed_stage": failed_stage,
-                    "error": error,
-                    "total_ms": total,
-                    "stages": stages,
-                }
-            )
-        self.store.settle_runs(settled)
-        return failed
 
 
 def _load_failure(doc: DocumentRow, file_uri: str) -> bool:

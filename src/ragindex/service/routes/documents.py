@@ -41,6 +41,7 @@ _DELETED = {
     "next_action": None,
 }
 SetIdPath = Annotated[int, PathParam(gt=0, le=MAX_ID, description="A set of the key's tenant.")]
+DocIdPath = Annotated[int, PathParam(gt=0, le=MAX_ID)]
 
 
 @router.post(
@@ -121,7 +122,7 @@ async def documents_page(
 
 @router.get("/documents/{doc_id}", response_model=DocumentDetailOut, responses=error_responses(401, 404, 422))
 async def get_document(
-    doc_id: Annotated[int, PathParam(gt=0, le=MAX_ID)],
+    doc_id: DocIdPath,
     state: StateDep,
     caller: CallerDep,
     chunks: Annotated[bool, Query(description="Also list every chunk and section with its statuses.")] = False,
@@ -134,7 +135,7 @@ async def get_document(
 
 @router.get("/documents/{doc_id}/parsed", response_model=ParsedDocumentOut, responses=error_responses(401, 404, 422))
 async def get_parsed_document(
-    doc_id: Annotated[int, PathParam(gt=0, le=MAX_ID)],
+    doc_id: DocIdPath,
     state: StateDep,
     caller: CallerDep,
 ) -> ParsedDocumentOut:
@@ -155,7 +156,7 @@ async def get_parsed_document(
     },
 )
 async def delete_document(
-    doc_id: Annotated[int, PathParam(gt=0, le=MAX_ID)],
+    doc_id: DocIdPath,
     state: StateDep,
     caller: CallerDep,
 ) -> dict[str, Any]:

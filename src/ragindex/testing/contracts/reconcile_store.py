@@ -11,7 +11,6 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -23,7 +22,7 @@ from ragindex.store import schema
 from ragindex.store.migrations import apply_migrations
 from ragindex.store.records import UnitTally
 from ragindex.store.sql import SqlTruthStore
-from ragindex.testing.contracts.truth_store import index_done, ingest, statuses
+from ragindex.testing.contracts.truth_store import SecondStore, index_done, ingest, statuses
 
 DELAYS = (600.0, 30.0, 60.0)  # never-claimed PENDING rows wait 600 s; after 1 failure 30 s, after 2: 60 s
 
@@ -35,15 +34,8 @@ def fail(store: SqlTruthStore, chunk_id: str, kind: str = "dense", times: int = 
         assert claim.complete and store.mark_failed(claim, [chunk_id], f"{kind} encoder down") == 1
 
 
-class ReconcileStoreContract:
+class ReconcileStoreContract(SecondStore):
     """Behaviour of the reconciler's role; the subclass provides the ``store`` fixture."""
-
-    @pytest.fixture
-    def second_store(self, store: SqlTruthStore) -> Iterator[SqlTruthStore]:
-        """Another store on the same database: its own connections, as another process has."""
-        other = SqlTruthStore(store.url)
-        yield other
-        other.close()
 
     # ------------------------------------------------------------------ the migration
     def test_m009_upgrades_a_store_made_before_it(self, store: SqlTruthStore) -> None:

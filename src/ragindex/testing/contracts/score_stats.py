@@ -8,7 +8,6 @@ MySQL/MariaDB and PostgreSQL fill, close, keep and forget windows alike, and bat
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import delete, inspect
@@ -18,6 +17,7 @@ from ragindex.store import schema
 from ragindex.store.migrations import apply_migrations
 from ragindex.store.records import ScoreBatch
 from ragindex.store.sql import SqlTruthStore
+from ragindex.testing.contracts.truth_store import SecondStore
 
 MODEL = "st:sentence-transformers/all-MiniLM-L6-v2"
 
@@ -31,15 +31,8 @@ def batch(queries: int, top1: float, *, source: str = "dense", fingerprint: str 
     return ScoreBatch(source=source, fingerprint=fingerprint, queries=queries, top1=first, top10=ten)
 
 
-class ScoreStatsContract:
+class ScoreStatsContract(SecondStore):
     """Behaviour of the score windows; the subclass provides the ``store`` fixture."""
-
-    @pytest.fixture
-    def second_store(self, store: SqlTruthStore) -> Iterator[SqlTruthStore]:
-        """Another store on the same database: its own connections, as another process has."""
-        other = SqlTruthStore(store.url)
-        yield other
-        other.close()
 
     def test_batches_fill_a_window_that_closes_and_the_first_closed_is_the_reference(
         self, store: SqlTruthStore

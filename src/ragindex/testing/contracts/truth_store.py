@@ -147,6 +147,17 @@ def index_done(store: SqlTruthStore, chunk_ids: Sequence[str], kind: str = "dens
     assert store.mark_success(claim) == len(chunk_ids)
 
 
+class SecondStore:
+    """Gives a contract the ``second_store`` fixture: a store on the ``store`` fixture's database."""
+
+    @pytest.fixture
+    def second_store(self, store: SqlTruthStore) -> Iterator[SqlTruthStore]:
+        """Another store on the same database: its own connections, as another process has."""
+        other = SqlTruthStore(store.url)
+        yield other
+        other.close()
+
+
 class TruthStoreContract:
     """Behaviour every truth store backend must show; subclasses override the ``store`` fixture."""
 
