@@ -139,3 +139,25 @@ def test_a_failed_warm_up_is_left_for_the_encode_to_report() -> None:
     assert len(warmup.threads) == 1 and not warmup.threads[0].is_alive()
     warmup.expect(0)
     assert len(warmup.threads) == 1
+
+
+def test_a_threaded_engine_searches_without_importing_torch(tmp_path: Path, onnx_cache_dir: Path) -> None:
+    """The batching query thread limits torch's threads only where torch is loaded: it never imports it itself."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "keepers.txt").write_text("Lighthouse keepers trimmed the wicks and wound the clockwork every night.")
+    out = run_python(
+        f"""
+        import json, sys
+        from pathlib import Path
+        from ragindex.config.settings import Settings
+        from ragindex.threads import ThreadedEngine
+
+        with ThreadedEngine(Settings(data_dir=Path({str(tmp_path / "data")!r}))) as engine:
+            engine.ingest([{str(corpus)!r}])
+            hits = engine.search("who wound the clockwork", user_id=1, set_id=1, top_k=3).hits
+        print(json.dumps({{"hits": len(hits), "torch": "torch" in sys.modules}}))
+        """,
+        onnx_cache_dir,
+    )
+    assert out == {"hits": 1, "torch": False}
