@@ -169,6 +169,16 @@ def test_small_ingests_use_the_light_encoder_and_its_cache_key() -> None:
     cached.encode_documents(["c"], ["hc"])
     assert light.calls == [["a", "b"]] and heavy.calls == [["c"]]
     assert set(cache) == {("st:counting|float32", "ha"), ("st:counting|float32", "hb"), ("st:counting|bfloat16", "hc")}
+    # a small run takes what the bulk runtime cached for the same model (a file restored after an edit)
+    cached.plan(2)
+    restored = cached.encode_documents(["c", "d"], ["hc", "hd"])
+    assert light.calls[1:] == [["d"]] and heavy.calls == [["c"]]
+    assert np.array_equal(restored[0], cache["st:counting|bfloat16", "hc"])
+    assert ("st:counting|float32", "hc") not in cache and cached.reused == 1
+    # the bulk runtime does not take the small runtime's vectors (it does not know their key without loading it)
+    cached.plan(10)
+    cached.encode_documents(["a"], ["ha"])
+    assert heavy.calls[1:] == [["a"]]
 
 
 def test_light_encoder_off_keeps_torch_for_everything() -> None:

@@ -33,9 +33,18 @@ class CachedDenseEncoder:
         self._active = self.encoder.for_documents(count) if isinstance(self.encoder, DocumentRouter) else self.encoder
 
     def encode_documents(self, texts: Sequence[str], content_hashes: Sequence[str]) -> np.ndarray:
-        """Vectors of ``texts`` (identified by ``content_hashes``) from the cache or the encoder."""
+        """Vectors of ``texts`` (identified by ``content_hashes``) from the cache or the encoder.
+
+        A run on a router's small-ingest runtime also takes vectors its bulk runtime cached for the same model
+        (same fingerprint): restoring a file after a small edit re-embeds nothing. Both runtimes' vectors already
+        share the index (cosine >= 0.9999); only newly computed ones go under the active runtime's key.
+        """
         key = self._active.cache_key
         found = self.cache.cached_vectors(key, content_hashes)
+        bulk_key = self.encoder.cache_key
+        rest = [h for h in content_hashes if h not in found]
+        if rest and bulk_key != key and self._active.fingerprint == self.encoder.fingerprint:
+            found |= self.cache.cached_vectors(bulk_key, rest)
         missing: dict[str, str] = {}
         for text, content_hash in zip(texts, content_hashes, strict=True):
             if content_hash not in found:
