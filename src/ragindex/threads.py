@@ -33,23 +33,13 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def set_torch_threads(n: int, *, if_imported: bool = False) -> bool:
-    """Limit torch's intra-op threads of the calling thread (OpenMP keeps the setting per thread).
-
-    With ``if_imported`` only where torch is imported already: the query thread of a process that encodes its
-    queries with ONNX Runtime must not import torch (seconds of CPU and hundreds of MB) just to limit it.
-    Returns whether the limit was set.
-    """
-    torch = sys.modules.get("torch")
-    if torch is None and not if_imported:
-        try:
-            import torch
-        except ImportError:  # pragma: no cover - torch is a core dependency
-            return False
-    if torch is None:
-        return False
+def set_torch_threads(n: int) -> None:
+    """Limit torch's intra-op threads of the calling thread (OpenMP keeps the setting per thread)."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a core dependency
+        return
     torch.set_num_threads(n)
-    return True
 
 
 class IndexThread:
@@ -174,8 +164,11 @@ class BatchingQueryEncoder(DenseEncoderWrapper):
     def _loop(self) -> None:
         limited = False
         for item in iter(self._queue.get, None):  # until close() queues None
-            # torch may be imported later (the light encoder failed, or an ingest loaded it): limit it then
-            limited = limited or set_torch_threads(self.torch_threads, if_imported=True)
+            # limit torch only once something loaded it (the light encoder failed, an ingest): importing it here
+            # would cost a process that encodes its queries with ONNX Runtime seconds and hundreds of MB
+            if not limited and "torch" in sys.modules:
+                set_torch_threads(self.torch_threads)
+                limited = True
             batch = [item]
             while len(batch) < self.max_batch:
                 try:
