@@ -9,6 +9,7 @@ file name. A record of a records file keeps its ``#<record id>``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,17 +28,22 @@ class SourcePaths:
         resolved = (r.expanduser().resolve() for r in roots)
         folders = {r.parent if r.is_file() else r for r in resolved}
         self.roots = sorted(folders, key=lambda p: len(p.parts), reverse=True)  # deepest first
+        # every search answer rewrites its hits' sources, and pathlib costs ~0.1 ms each: remember recent ones
+        self._relative = functools.lru_cache(maxsize=4096)(self._relative_path)
 
     def public(self, uri: str, *, user_id: int, set_id: int) -> str:
         """``uri`` relative to its set's upload folder or to a source root; else its file name (never absolute)."""
         path, hash_, fragment = uri.partition("#")
         if not path.startswith("/"):  # already relative (or not a path at all)
             return uri
+        return self._relative(path, user_id, set_id) + hash_ + fragment
+
+    def _relative_path(self, path: str, user_id: int, set_id: int) -> str:
         file = Path(path)
         for base in (self.blob_root / str(user_id) / str(set_id), *self.roots):
             if file.is_relative_to(base):
-                return str(file.relative_to(base)) + hash_ + fragment
-        return file.name + hash_ + fragment
+                return str(file.relative_to(base))
+        return file.name
 
     def hits(self, result: dict[str, Any], *, user_id: int) -> dict[str, Any]:
         """A search answer (``SearchResult.to_dict()``) with every hit's ``source`` made public, in place."""
