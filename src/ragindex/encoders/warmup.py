@@ -4,8 +4,10 @@ Files are parsed in a child process (:class:`~ragindex.loaders.isolated.Isolated
 ingest's own process mostly waits during chunking. Importing torch and loading the model take
 seconds (the ONNX Runtime session a fraction of one), and they used to start only once the last
 file was chunked. :class:`EncoderWarmup` starts them on a daemon thread as soon as the ingest has
-staged a chunk to embed. The encode later finds the model loaded, or waits for the load already
-under way (``load_once`` and the light encoder's lock), never loading it twice.
+staged a chunk to embed: torch and sentence-transformers are imported there (the model itself is built by
+the first encode, in the encoding thread, which keeps torch's per-thread limit where it was), and ONNX
+Runtime's session is built there. The encode waits for a session build under way (the light encoder's
+lock), never building it twice.
 """
 
 from __future__ import annotations
@@ -53,7 +55,11 @@ class EncoderWarmup:
     def _warm(encoder: DenseEncoder, chunks: int) -> None:
         try:
             target = encoder.for_documents(chunks) if isinstance(encoder, DocumentRouter) else encoder
-            _ = target.dimension  # loads the model (torch) or builds the session (ONNX Runtime)
+            prepare = getattr(target, "prepare_runtime", None)
+            if callable(prepare):  # torch: imports only (the encoding thread builds the model, see its docstring)
+                prepare()
+            else:  # ONNX Runtime builds its session here; a remote encoder learns its dimension
+                _ = target.dimension
         except Exception as exc:  # the encode raises it again where it can be reported
             log.debug("warming the dense encoder failed: %s", exc)
 

@@ -124,6 +124,17 @@ class SentenceTransformerDenseEncoder:
         """Tokens the model reads before truncating (loads the model)."""
         return int(self._load().max_seq_length)
 
+    def prepare_runtime(self) -> None:
+        """Import torch and sentence-transformers (most of a cold start) without building the model.
+
+        :class:`~ragindex.encoders.warmup.EncoderWarmup` calls it on its own thread while files parse. The model
+        itself is still built by the first encode, in the encoding thread, because torch keeps its thread limit
+        (``threads``, applied when the model is built) per thread.
+        """
+        quiet_hub(offline=self.offline)
+        import sentence_transformers  # noqa: F401
+        import torch  # noqa: F401
+
     def _load(self) -> Any:
         if self._model is None:
             weights = "bfloat16" if self.precision == BF16_WEIGHTS else "float32"  # a cast model is not shared
