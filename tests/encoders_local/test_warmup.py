@@ -54,7 +54,7 @@ def test_a_small_ingest_warms_onnx_runtime_and_never_torch(onnx_cache_dir: Path)
         before = "onnxruntime" in sys.modules
         warmup.expect(3)
         warmup.expect(12)  # still a small ingest: the same runtime, no second thread
-        warmup.join()
+        [thread.join() for thread in warmup.threads]
         print(json.dumps({"before": before, "threads": len(warmup.threads), "onnx": "onnxruntime" in sys.modules,
                           "torch": "torch" in sys.modules, "light": encoder.light() is not None}))
         """,
@@ -76,7 +76,7 @@ def test_a_bulk_ingest_warms_torch_once_and_keeps_its_thread_limit(onnx_cache_di
         warmup = EncoderWarmup(lambda: encoder)
         for staged in (40, 300, 5000, 9000):  # crosses the light encoder's 256-chunk boundary once
             warmup.expect(staged)
-        warmup.join()
+        [thread.join() for thread in warmup.threads]
         imported = "torch" in sys.modules and "sentence_transformers" in sys.modules
         torch = sys.modules["torch"]
         before = torch.get_num_threads()
@@ -140,7 +140,8 @@ def test_a_failed_warm_up_is_left_for_the_encode_to_report() -> None:
     warmup = EncoderWarmup(lambda: Exploding())  # type: ignore[arg-type, return-value]
     warmup.expect(5)
     warmup.expect(500)  # not a router: warmed once
-    warmup.join(timeout=10)
+    for thread in warmup.threads:
+        thread.join(timeout=10)
     assert len(warmup.threads) == 1 and not warmup.threads[0].is_alive()
     warmup.expect(0)
     assert len(warmup.threads) == 1

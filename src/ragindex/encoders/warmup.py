@@ -36,7 +36,7 @@ class EncoderWarmup:
     def __init__(self, encoder: Callable[[], DenseEncoder]) -> None:
         self._encoder = encoder
         self._warmed: set[bool] = set()  # runtimes warmed: bulk (True) or small-ingest (False)
-        self.threads: list[threading.Thread] = []
+        self.threads: list[threading.Thread] = []  # an ingest never joins them: an encode waits for a build under way
 
     def expect(self, chunks: int) -> None:
         """The ingest has staged ``chunks`` new chunks so far: warm the runtime that many chunks would use."""
@@ -62,8 +62,3 @@ class EncoderWarmup:
                 _ = target.dimension
         except Exception as exc:  # the encode raises it again where it can be reported
             log.debug("warming the dense encoder failed: %s", exc)
-
-    def join(self, timeout: float | None = None) -> None:
-        """Wait for the warming threads (an ingest never needs to: the encode waits for a load under way)."""
-        for thread in self.threads:
-            thread.join(timeout)
