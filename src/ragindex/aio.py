@@ -22,13 +22,13 @@ Only this call stops: other calls sharing the engine go on (see :mod:`ragindex.p
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Self, TypeVar, cast
 
 from ragindex.config.settings import Settings
 from ragindex.engine import Engine
@@ -36,20 +36,87 @@ from ragindex.errors import InputError, Interrupted
 from ragindex.pipeline.stopping import operation_stop
 
 if TYPE_CHECKING:
-    from ragindex.pipeline.inspection import DocumentDetail, DocumentPage
-    from ragindex.pipeline.reindex import ReindexReport
-    from ragindex.pipeline.repair import RepairReport
-    from ragindex.pipeline.sync import IngestReport, ProgressFn
-    from ragindex.pipeline.verify import VerifyReport
-    from ragindex.results import ChunkUpdate, DeleteResult, ReindexResult, StaleRelease, StatusReport
-    from ragindex.store.records import ParsedDocument
-    from ragindex.types import SearchResult
+    from ragindex.pipeline.sync import IngestReport
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 P = ParamSpec("P")
 
 CANCELLED = "cancelled by its caller"
+
+_Coroutine = Callable[Concatenate["AsyncEngine", P], Coroutine[Any, Any, T]]
+"""An AsyncEngine method made from an Engine method: the same parameters, awaited."""
+
+
+def _named(call: Any, method: Callable[..., Any], doc: str) -> None:
+    """Give ``call`` the name and the signature of the Engine's ``method``; its docstring links it, then ``doc``."""
+    name = method.__name__
+    call.__name__ = name
+    call.__qualname__ = f"AsyncEngine.{name}"
+    call.__signature__ = inspect.signature(method)
+    call.__doc__ = f":meth:`Engine.{name} <ragindex.engine.Engine.{name}>`{doc}"
+
+
+def _forward(method: Callable[Concatenate[Engine, P], T], doc: str, *, write: bool) -> _Coroutine[P, T]:
+    """A coroutine method of :class:`AsyncEngine` that runs ``method`` of its engine on the pool.
+
+    The method is looked up on the wrapped engine by name: a subclass (``ThreadedEngine``, ``ServiceEngine``)
+    may override it.
+    """
+    name = method.__name__
+
+    async def call(self: AsyncEngine, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        bound = getattr(self.engine, name)
+        return await self._call(lambda: bound(*args, **kwargs), write=write)
+
+    _named(call, method, doc)
+    return call
+
+
+def _read(method: Callable[Concatenate[Engine, P], T], doc: str) -> _Coroutine[P, T]:
+    """A read: a cancelled caller gets :class:`asyncio.CancelledError` at once, the call runs to its end."""
+    return _forward(method, doc, write=False)
+
+
+def _write(method: Callable[Concatenate[Engine, P], T], doc: str) -> _Coroutine[P, T]:
+    """A write: a cancelled caller asks it to stop at its next safe point and waits until it has stopped."""
+    return _forward(method, doc, write=True)
+
+
+def _cancellable_ingest(
+    method: Callable[Concatenate[Engine, P], IngestReport],
+) -> _Coroutine[P, IngestReport]:
+    """``AsyncEngine.ingest``: a write whose runs are settled when its caller cancels it (see the docstring)."""
+
+    async def ingest(self: AsyncEngine, /, *args: P.args, **kwargs: P.kwargs) -> IngestReport:
+        job = cast("str | None", kwargs.get("job_id")) or uuid.uuid4().hex
+        kwargs["job_id"] = job
+        stop = threading.Event()
+        engine = self.engine
+        run_ingest: Callable[..., IngestReport] = getattr(engine, method.__name__)  # a subclass's override
+
+        def run() -> IngestReport:
+            try:
+                return run_ingest(*args, **kwargs)
+            except Interrupted:
+                if stop.is_set():  # this call was cancelled (not the engine stopped): settle its runs now
+                    from ragindex.pipeline.cancel import close_open_runs
+
+                    close_open_runs(engine.store, job_id=job, kinds=engine.kinds, reason=CANCELLED)
+                raise
+
+        return await self._call(run, write=True, stop=stop)
+
+    _named(
+        ingest,
+        method,
+        " on the pool; cancellable at file and batch bounds.\n\n"
+        "``job_id`` is recorded with each pipeline run; default: a fresh id per call, so that a cancelled ingest "
+        "can settle the runs it left open (documents it finished are SUCCESS, the others FAILED naming the next "
+        "ingest of the set or ``repair``, which finish them). ``progress`` is called from the worker thread "
+        "(reach the loop with ``loop.call_soon_threadsafe``).",
+    )
+    return ingest
 
 
 class AsyncEngine:
@@ -162,204 +229,38 @@ class AsyncEngine:
                 await _wait_out(done)
             raise
 
-    async def _write(self, fn: Callable[[], T], stop: threading.Event | None = None) -> T:
-        return await self._call(fn, write=True, stop=stop)
-
-    async def _read(self, fn: Callable[[], T]) -> T:
-        return await self._call(fn, write=False)
-
     # ------------------------------------------------------------------ API: ingest and search
-    async def ingest(
-        self,
-        paths: Sequence[str | Path],
-        *,
-        user_id: int = 1,
-        set_id: int = 1,
-        full: bool = False,
-        keep_missing: bool = False,
-        allow_mass_delete: bool = False,
-        exclude: Sequence[str | Path] = (),
-        per_file: bool = False,
-        job_id: str | None = None,
-        progress: ProgressFn | None = None,
-        vanished: Sequence[str | Path] = (),
-        vanished_within: Sequence[str | Path] = (),
-    ) -> IngestReport:
-        """:meth:`Engine.ingest <ragindex.engine.Engine.ingest>` on the pool; cancellable at file and batch bounds.
-
-        ``job_id`` is recorded with each pipeline run; default: a fresh id per call, so that a cancelled ingest
-        can settle the runs it left open (documents it finished are SUCCESS, the others FAILED naming the next
-        ingest of the set or ``repair``, which finish them). ``progress`` is called from the worker thread
-        (reach the loop with ``loop.call_soon_threadsafe``).
-        """
-        job = job_id or uuid.uuid4().hex
-        stop = threading.Event()
-        engine = self.engine
-
-        def run() -> IngestReport:
-            try:
-                return engine.ingest(
-                    paths,
-                    user_id=user_id,
-                    set_id=set_id,
-                    full=full,
-                    keep_missing=keep_missing,
-                    allow_mass_delete=allow_mass_delete,
-                    exclude=exclude,
-                    per_file=per_file,
-                    job_id=job,
-                    progress=progress,
-                    vanished=vanished,
-                    vanished_within=vanished_within,
-                )
-            except Interrupted:
-                if stop.is_set():  # this call was cancelled (not the engine stopped): settle its runs now
-                    from ragindex.pipeline.cancel import close_open_runs
-
-                    close_open_runs(engine.store, job_id=job, kinds=engine.kinds, reason=CANCELLED)
-                raise
-
-        return await self._write(run, stop)
-
-    async def search(
-        self,
-        query: str,
-        *,
-        user_id: int,
-        set_id: int,
-        doc_ids: Sequence[int] | None = None,
-        mode: str = "hybrid",
-        top_k: int | None = None,
-        score_threshold: float | None = None,
-        fusion: str | None = None,
-        candidates: int | None = None,
-        rerank: bool | None = None,
-        expand: str | None = None,
-        context_chars: int | None = None,
-        group_by: str | None = None,
-        sources: str | Sequence[str] | None = None,
-        on_source_error: str | None = None,
-    ) -> SearchResult:
-        """:meth:`Engine.search <ragindex.engine.Engine.search>` on the pool (concurrent queries encode together)."""
-        return await self._read(
-            lambda: self.engine.search(
-                query,
-                user_id=user_id,
-                set_id=set_id,
-                doc_ids=doc_ids,
-                mode=mode,
-                top_k=top_k,
-                score_threshold=score_threshold,
-                fusion=fusion,
-                candidates=candidates,
-                rerank=rerank,
-                expand=expand,
-                context_chars=context_chars,
-                group_by=group_by,
-                sources=sources,
-                on_source_error=on_source_error,
-            )
-        )
+    ingest = _cancellable_ingest(Engine.ingest)
+    search = _read(Engine.search, " on the pool (concurrent queries encode together).")
 
     # ------------------------------------------------------------------ API: reads
-    async def status(self) -> StatusReport:
-        """:meth:`Engine.status <ragindex.engine.Engine.status>`: documents and chunks per status, the collections."""
-        return await self._read(self.engine.status)
-
-    async def score_report(self) -> list[dict[str, Any]]:
-        """:meth:`Engine.score_report <ragindex.engine.Engine.score_report>`: the score-drift watch."""
-        return await self._read(self.engine.score_report)
-
-    async def reset_scores(self, *, source: str | None = None) -> int:
-        """:meth:`Engine.reset_scores <ragindex.engine.Engine.reset_scores>`: forget the score windows."""
-        return await self._write(lambda: self.engine.reset_scores(source=source))
-
-    async def verify(self) -> VerifyReport:
-        """:meth:`Engine.verify <ragindex.engine.Engine.verify>`: compare the truth store with the index."""
-        return await self._read(self.engine.verify)
-
-    async def documents(
-        self,
-        *,
-        user_id: int | None = None,
-        set_id: int | None = None,
-        status: str | None = None,
-        cursor: str | None = None,
-        limit: int = 100,
-    ) -> DocumentPage:
-        """:meth:`Engine.documents <ragindex.engine.Engine.documents>`: a page of documents by doc_id."""
-        return await self._read(
-            lambda: self.engine.documents(user_id=user_id, set_id=set_id, status=status, cursor=cursor, limit=limit)
-        )
-
-    async def document(self, doc_id: int, *, user_id: int | None = None, chunks: bool = False) -> DocumentDetail:
-        """:meth:`Engine.document <ragindex.engine.Engine.document>`: a document, its stages and chunk counts."""
-        return await self._read(lambda: self.engine.document(doc_id, user_id=user_id, chunks=chunks))
-
-    async def parsed_document(self, doc_id: int, *, user_id: int | None = None) -> ParsedDocument:
-        """:meth:`Engine.parsed_document <ragindex.engine.Engine.parsed_document>`: the markdown it was chunked from."""
-        return await self._read(lambda: self.engine.parsed_document(doc_id, user_id=user_id))
-
-    async def read_collection(self) -> str | None:
-        """:meth:`Engine.read_collection <ragindex.engine.Engine.read_collection>`: the ACTIVE collection, or None."""
-        return await self._read(self.engine.read_collection)
-
-    async def write_collection(self) -> str:
-        """:meth:`Engine.write_collection <ragindex.engine.Engine.write_collection>` (created on first use)."""
-        return await self._write(self.engine.write_collection)
+    status = _read(Engine.status, ": documents and chunks per status, the collections.")
+    score_report = _read(Engine.score_report, ": the score-drift watch.")
+    reset_scores = _write(Engine.reset_scores, ": forget the score windows.")
+    verify = _read(Engine.verify, ": compare the truth store with the index.")
+    documents = _read(Engine.documents, ": a page of documents by doc_id.")
+    document = _read(Engine.document, ": a document, its stages and chunk counts.")
+    parsed_document = _read(Engine.parsed_document, ": the markdown it was chunked from.")
+    read_collection = _read(Engine.read_collection, ": the ACTIVE collection, or None.")
+    write_collection = _write(Engine.write_collection, " (created on first use).")
 
     # ------------------------------------------------------------------ API: chunk management
-    async def update_chunk(
-        self, chunk_id: str, content: str | None = None, metadata: dict[str, Any] | None = None
-    ) -> ChunkUpdate:
-        """:meth:`Engine.update_chunk <ragindex.engine.Engine.update_chunk>`: edit one chunk, re-embed if changed."""
-        return await self._write(lambda: self.engine.update_chunk(chunk_id, content, metadata))
-
-    async def delete_chunks(self, chunk_ids: Sequence[str]) -> DeleteResult:
-        """:meth:`Engine.delete_chunks <ragindex.engine.Engine.delete_chunks>`: REMOVED first, then purged."""
-        return await self._write(lambda: self.engine.delete_chunks(chunk_ids))
-
-    async def delete_document(self, doc_id: int, *, user_id: int | None = None) -> DeleteResult:
-        """:meth:`Engine.delete_document <ragindex.engine.Engine.delete_document>`: a document and its chunks."""
-        return await self._write(lambda: self.engine.delete_document(doc_id, user_id=user_id))
-
-    async def delete_source(self, path: str | Path, *, user_id: int = 1, set_id: int = 1) -> DeleteResult:
-        """:meth:`Engine.delete_source <ragindex.engine.Engine.delete_source>`: the documents of a file or folder."""
-        return await self._write(lambda: self.engine.delete_source(path, user_id=user_id, set_id=set_id))
+    update_chunk = _write(Engine.update_chunk, ": edit one chunk, re-embed if changed.")
+    delete_chunks = _write(Engine.delete_chunks, ": REMOVED first, then purged.")
+    delete_document = _write(Engine.delete_document, ": a document and its chunks.")
+    delete_source = _write(Engine.delete_source, ": the documents of a file or folder.")
 
     # ------------------------------------------------------------------ API: maintenance
-    async def repair(self, dry_run: bool = False, *, stale_seconds: float | None = None) -> RepairReport:
-        """:meth:`Engine.repair <ragindex.engine.Engine.repair>`: converge the index copies to the truth store."""
-        return await self._write(lambda: self.engine.repair(dry_run, stale_seconds=stale_seconds))
-
-    async def repair_stale_indexing(
-        self, limit: int | None = None, *, stale_seconds: float | None = None
-    ) -> StaleRelease:
-        """:meth:`Engine.repair_stale_indexing <ragindex.engine.Engine.repair_stale_indexing>`."""
-        return await self._write(lambda: self.engine.repair_stale_indexing(limit, stale_seconds=stale_seconds))
-
-    async def reindex_failed(self, ids: Sequence[str] | None = None) -> ReindexResult:
-        """:meth:`Engine.reindex_failed <ragindex.engine.Engine.reindex_failed>`: retry FAILED copies explicitly."""
-        return await self._write(lambda: self.engine.reindex_failed(ids))
-
-    async def reindex_chunks(self, ids: Sequence[str]) -> ReindexResult:
-        """:meth:`Engine.reindex_chunks <ragindex.engine.Engine.reindex_chunks>`: rebuild the copies of chunks."""
-        return await self._write(lambda: self.engine.reindex_chunks(ids))
-
-    async def reindex_into(
-        self,
-        name: str,
-        model: str | None = None,
-        drop_old: bool = False,
-        *,
-        progress: Callable[[str, int], None] | None = None,
-    ) -> ReindexReport:
-        """:meth:`Engine.reindex_into <ragindex.engine.Engine.reindex_into>`: build a collection, then switch to it.
-
-        Cancelled, the build stops before its next batch and stays BUILDING: the same call (or ``repair``)
-        resumes it. ``progress`` is called from the worker thread.
-        """
-        return await self._write(lambda: self.engine.reindex_into(name, model, drop_old, progress=progress))
+    repair = _write(Engine.repair, ": converge the index copies to the truth store.")
+    repair_stale_indexing = _write(Engine.repair_stale_indexing, ".")
+    reindex_failed = _write(Engine.reindex_failed, ": retry FAILED copies explicitly.")
+    reindex_chunks = _write(Engine.reindex_chunks, ": rebuild the copies of chunks.")
+    reindex_into = _write(
+        Engine.reindex_into,
+        ": build a collection, then switch to it.\n\n"
+        "Cancelled, the build stops before its next batch and stays BUILDING: the same call (or ``repair``) "
+        "resumes it. ``progress`` is called from the worker thread.",
+    )
 
 
 async def _wait_out(done: asyncio.Future[Any]) -> None:
