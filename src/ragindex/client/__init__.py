@@ -10,60 +10,11 @@ Needs only the core install (httpx, pydantic); errors come back as the service's
 
 from __future__ import annotations
 
+from ragindex.client import models
 from ragindex.client.aio import AsyncClient
 from ragindex.client.calls import UploadFile
-from ragindex.client.models import (
-    ChunkOut,
-    ChunkUpdate,
-    Deletion,
-    DocumentDetailOut,
-    DocumentPageOut,
-    DocumentSummary,
-    Health,
-    JobAccepted,
-    JobCancelOut,
-    JobDetail,
-    JobPageOut,
-    JobRun,
-    JobSummary,
-    KeyInfo,
-    OptimizeResult,
-    ParsedDocumentOut,
-    Readiness,
-    RepairReport,
-    SetDocuments,
-    SetInfo,
-    SetList,
-    StatusReport,
-    VerifyReport,
-)
+from ragindex.client.models import *  # noqa: F403  (the answers' models, listed in models.__all__)
 from ragindex.client.sync import Client
 
-__all__ = [
-    "AsyncClient",
-    "ChunkOut",
-    "ChunkUpdate",
-    "Client",
-    "Deletion",
-    "DocumentDetailOut",
-    "DocumentPageOut",
-    "DocumentSummary",
-    "Health",
-    "JobAccepted",
-    "JobCancelOut",
-    "JobDetail",
-    "JobPageOut",
-    "JobRun",
-    "JobSummary",
-    "KeyInfo",
-    "OptimizeResult",
-    "ParsedDocumentOut",
-    "Readiness",
-    "RepairReport",
-    "SetDocuments",
-    "SetInfo",
-    "SetList",
-    "StatusReport",
-    "UploadFile",
-    "VerifyReport",
-]
+__all__ = ["AsyncClient", "Client", "UploadFile"]
+__all__ += models.__all__

@@ -3,20 +3,28 @@
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
 
 import httpx
 
 from ragindex.client import calls, models
-from ragindex.client.base import ClientBase
+from ragindex.client.base import ClientBase, name_method
 from ragindex.client.calls import Call, UploadFile
-from ragindex.errors import BackendError
-from ragindex.types import SearchResult
 
 T = TypeVar("T")
+P = ParamSpec("P")
+
+
+def _sending(route: Callable[P, Call[T]]) -> Callable[Concatenate[AsyncClient, P], Coroutine[Any, Any, T]]:
+    """An :class:`AsyncClient` coroutine method taking ``route``'s arguments and returning its call's answer."""
+
+    async def method(self: AsyncClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self.send(route(*args, **kwargs))
+
+    name_method(method, route, "AsyncClient")
+    return method
 
 
 class AsyncClient(ClientBase):
@@ -69,43 +77,7 @@ class AsyncClient(ClientBase):
         """``GET /metrics`` (see :meth:`Client.metrics`)."""
         return await self.send(calls.metrics())
 
-    async def search(
-        self,
-        query: str,
-        *,
-        set_id: int,
-        doc_ids: Sequence[int] | None = None,
-        mode: str | None = None,
-        top_k: int | None = None,
-        score_threshold: float | None = None,
-        fusion: str | None = None,
-        rerank: bool | None = None,
-        expand: str | None = None,
-        context_chars: int | None = None,
-        group_by: str | None = None,
-        sources: Sequence[str] | None = None,
-        on_source_error: str | None = None,
-        **options: Any,
-    ) -> SearchResult:
-        """``POST /v1/search`` (the arguments of :meth:`Client.search`)."""
-        return await self.send(
-            calls.search(
-                query,
-                set_id=set_id,
-                doc_ids=doc_ids,
-                mode=mode,
-                top_k=top_k,
-                score_threshold=score_threshold,
-                fusion=fusion,
-                rerank=rerank,
-                expand=expand,
-                context_chars=context_chars,
-                group_by=group_by,
-                sources=list(sources) if sources is not None else None,
-                on_source_error=on_source_error,
-                **options,
-            )
-        )
+    search = _sending(calls.search)
 
     async def upload(self, set_id: int, files: Sequence[UploadFile]) -> models.JobAccepted:
         """``POST /v1/sets/{set_id}/documents`` (see :meth:`Client.upload`)."""
@@ -124,16 +96,9 @@ class AsyncClient(ClientBase):
         """``GET /v1/sets/{set_id}/documents`` (see :meth:`Client.set_documents`)."""
         return await self.send(calls.set_documents(set_id))
 
-    async def documents(
-        self,
-        *,
-        set_id: int | None = None,
-        status: str | None = None,
-        cursor: str | None = None,
-        limit: int | None = None,
-    ) -> models.DocumentPageOut:
+    async def documents(self, **page: Unpack[calls.DocumentQuery]) -> models.DocumentPageOut:
         """``GET /v1/documents`` (see :meth:`Client.documents`)."""
-        return await self.send(calls.documents(set_id=set_id, status=status, cursor=cursor, limit=limit))
+        return await self.send(calls.documents(**page))
 
     async def document(self, doc_id: int, *, chunks: bool = False) -> models.DocumentDetailOut:
         """``GET /v1/documents/{doc_id}`` (see :meth:`Client.document`)."""
@@ -147,11 +112,9 @@ class AsyncClient(ClientBase):
         """``DELETE /v1/documents/{doc_id}`` (see :meth:`Client.delete_document`)."""
         return await self.send(calls.delete_document(doc_id))
 
-    async def jobs(
-        self, *, status: str | None = None, cursor: str | None = None, limit: int | None = None
-    ) -> models.JobPageOut:
+    async def jobs(self, **page: Unpack[calls.PageQuery]) -> models.JobPageOut:
         """``GET /v1/jobs`` (see :meth:`Client.jobs`)."""
-        return await self.send(calls.jobs(status=status, cursor=cursor, limit=limit))
+        return await self.send(calls.jobs(**page))
 
     async def job(self, job_id: str) -> models.JobDetail:
         """``GET /v1/jobs/{job_id}`` (see :meth:`Client.job`)."""
@@ -167,14 +130,12 @@ class AsyncClient(ClientBase):
         Raises:
             BackendError: It is still running after ``wait_s`` seconds.
         """
-        deadline = time.monotonic() + wait_s
-        while True:
-            job = await self.job(job_id)
-            if job.finished:
-                return job
-            if time.monotonic() > deadline:
-                raise BackendError(f"job {job_id} is still {job.status} after {wait_s} s", job_id=job_id)
+        wait = calls.JobWait(job_id, wait_s)
+        job = await self.job(job_id)
+        while not wait.ended(job):
             await asyncio.sleep(poll_s)
+            job = await self.job(job_id)
+        return job
 
     async def chunk(self, chunk_id: str) -> models.ChunkOut:
         """``GET /v1/chunks/{chunk_id}`` (see :meth:`Client.chunk`)."""

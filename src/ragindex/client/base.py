@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import inspect
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import httpx
@@ -69,3 +70,19 @@ class ClientBase:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
+
+
+def name_method(method: Any, route: Callable[..., Call[Any]], owner: str) -> None:
+    """Make ``method``, a client's method sending ``route``'s call, look like it: its name, docstring, signature.
+
+    The signature is the route's with ``self`` first, returning what the call's answer parses into.
+    """
+    signature = inspect.signature(route)
+    answer = str(signature.return_annotation).removeprefix("Call[").removesuffix("]")
+    this = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    method.__name__ = route.__name__
+    method.__qualname__ = f"{owner}.{route.__name__}"
+    method.__doc__ = route.__doc__
+    method.__signature__ = signature.replace(
+        parameters=[this, *signature.parameters.values()], return_annotation=answer
+    )

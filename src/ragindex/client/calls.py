@@ -6,16 +6,17 @@ so each route is described once, here.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar, Unpack
 from urllib.parse import quote
 
 import httpx
 
 from ragindex.client import models
-from ragindex.errors import ValidationError
+from ragindex.errors import BackendError, ValidationError
 from ragindex.types import SearchResult
 
 T = TypeVar("T")
@@ -85,11 +86,61 @@ def me() -> Call[models.KeyInfo]:
     return Call("GET", "/v1/me", models.KeyInfo.model_validate)
 
 
-def search(query: str, *, set_id: int, **options: Any) -> Call[SearchResult]:
-    """``POST /v1/search``; ``options`` are the optional fields of ``SearchRequest`` (None: the server default)."""
-    body = {"query": query, "set_id": set_id, **_drop_none(options)}
-    if "doc_ids" in body:
-        body["doc_ids"] = list(body["doc_ids"])
+class RetrievalOptions(TypedDict, total=False):
+    """The optional fields of a search but ``top_k``; None (or left out): the server's (or engine's) default.
+
+    The keywords of :meth:`Client.search <ragindex.client.Client.search>` (with ``top_k``: :class:`SearchOptions`)
+    and of the retrievers in :mod:`ragindex.integrations`; :meth:`ragindex.Engine.search` takes them too.
+    """
+
+    doc_ids: Sequence[int] | None
+    """Only these documents."""
+    mode: str | None
+    """``dense``, ``bm25``, ``sparse`` or ``hybrid`` (default)."""
+    score_threshold: float | None
+    """Drop hits below this score."""
+    fusion: str | None
+    """Hybrid fusion: ``rrf``, ``dbsf``, ``combine`` or ``boost``."""
+    rerank: bool | None
+    """Cross-encoder rerank (a 422 where the service has none)."""
+    expand: str | None
+    """Each hit's ``context``: ``none``, ``neighbours`` or ``section``."""
+    context_chars: int | None
+    """Most characters of a context."""
+    group_by: str | None
+    """Merge hits of one ``section`` or ``document``."""
+    sources: Sequence[str] | None
+    """Only these sources (``dense``, ``bm25``, ``sparse``), within the enabled ones."""
+    on_source_error: str | None
+    """``fail`` or ``degrade`` (answer from the other sources; the result's ``degraded`` names the failed one)."""
+
+
+class SearchOptions(RetrievalOptions, total=False):
+    """Every optional field of ``POST /v1/search``."""
+
+    top_k: int | None
+    """Hits to return (default: the server's ``RAGINDEX_DEFAULT_TOP_K``)."""
+
+
+def search(query: str, *, set_id: int, **options: Unpack[SearchOptions]) -> Call[SearchResult]:
+    """``POST /v1/search``: search one set of the key's tenant (the fields of ``ragindex search``).
+
+    Args:
+        query: The query text (empty: no hits).
+        set_id: The set to search. Sets are per tenant: a set the key's tenant has no documents in answers
+            no hits, whoever else has a set of that number.
+        **options: The fields of :class:`SearchOptions`: ``doc_ids``, ``mode``, ``top_k``, ``score_threshold``,
+            ``fusion``, ``rerank``, ``expand``, ``context_chars``, ``group_by``, ``sources``, ``on_source_error``.
+            Other fields (options of newer servers) are sent as given.
+
+    Returns:
+        The same :class:`~ragindex.types.SearchResult` that :meth:`ragindex.Engine.search` returns (a hit's
+        ``metadata`` is not sent over HTTP and is empty).
+    """
+    body: dict[str, Any] = {"query": query, "set_id": set_id, **_drop_none(options)}
+    for listed in ("doc_ids", "sources"):
+        if listed in body:
+            body[listed] = list(body[listed])
     return Call("POST", "/v1/search", models.search_result, json=body)
 
 
@@ -122,12 +173,23 @@ def set_documents(set_id: int) -> Call[models.SetDocuments]:
     return Call("GET", f"/v1/sets/{_segment(set_id)}/documents", models.SetDocuments.model_validate)
 
 
-def documents(
-    *, set_id: int | None, status: str | None, cursor: str | None, limit: int | None
-) -> Call[models.DocumentPageOut]:
+class PageQuery(TypedDict, total=False):
+    """Which page of a list route: ``cursor`` is the previous page's ``next_cursor``; None: the server default."""
+
+    status: str | None
+    cursor: str | None
+    limit: int | None
+
+
+class DocumentQuery(PageQuery, total=False):
+    """Which page of ``GET /v1/documents``: also only the documents of one set."""
+
+    set_id: int | None
+
+
+def documents(**page: Unpack[DocumentQuery]) -> Call[models.DocumentPageOut]:
     """``GET /v1/documents``: one page."""
-    params = {"set_id": set_id, "status": status, "cursor": cursor, "limit": limit}
-    return Call("GET", "/v1/documents", models.DocumentPageOut.model_validate, params=params)
+    return Call("GET", "/v1/documents", models.DocumentPageOut.model_validate, params=dict(page))
 
 
 def document(doc_id: int, *, chunks: bool) -> Call[models.DocumentDetailOut]:
@@ -146,15 +208,34 @@ def delete_document(doc_id: int) -> Call[models.Deletion]:
     return Call("DELETE", f"/v1/documents/{_segment(doc_id)}", models.Deletion.model_validate)
 
 
-def jobs(*, status: str | None, cursor: str | None, limit: int | None) -> Call[models.JobPageOut]:
+def jobs(**page: Unpack[PageQuery]) -> Call[models.JobPageOut]:
     """``GET /v1/jobs``: one page, newest first."""
-    params = {"status": status, "cursor": cursor, "limit": limit}
-    return Call("GET", "/v1/jobs", models.JobPageOut.model_validate, params=params)
+    return Call("GET", "/v1/jobs", models.JobPageOut.model_validate, params=dict(page))
 
 
 def job(job_id: str) -> Call[models.JobDetail]:
     """``GET /v1/jobs/{job_id}``."""
     return Call("GET", f"/v1/jobs/{_segment(job_id)}", models.JobDetail.model_validate)
+
+
+@dataclass
+class JobWait:
+    """The clock of ``wait_for_job``: whether a polled job ended, and a :class:`BackendError` once time is up."""
+
+    job_id: str
+    wait_s: float
+    deadline: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.deadline = time.monotonic() + self.wait_s
+
+    def ended(self, job: models.JobDetail) -> bool:
+        """True when ``job`` succeeded, failed or was cancelled; raises once ``wait_s`` seconds have passed."""
+        if job.finished:
+            return True
+        if time.monotonic() > self.deadline:
+            raise BackendError(f"job {self.job_id} is still {job.status} after {self.wait_s} s", job_id=self.job_id)
+        return False
 
 
 def cancel_job(job_id: str) -> Call[models.JobCancelOut]:

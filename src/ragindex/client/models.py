@@ -54,7 +54,6 @@ __all__ = [
     "SetList",
     "StatusReport",
     "VerifyReport",
-    "search_result",
 ]
 
 

@@ -3,19 +3,28 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
 
 import httpx
 
 from ragindex.client import calls, models
-from ragindex.client.base import ClientBase
+from ragindex.client.base import ClientBase, name_method
 from ragindex.client.calls import Call, UploadFile
-from ragindex.errors import BackendError
-from ragindex.types import SearchResult
 
 T = TypeVar("T")
+P = ParamSpec("P")
+
+
+def _sending(route: Callable[P, Call[T]]) -> Callable[Concatenate[Client, P], T]:
+    """A :class:`Client` method taking ``route``'s arguments and returning the answer to its call."""
+
+    def method(self: Client, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self.send(route(*args, **kwargs))
+
+    name_method(method, route, "Client")
+    return method
 
 
 class Client(ClientBase):
@@ -76,66 +85,7 @@ class Client(ClientBase):
         return self.send(calls.metrics())
 
     # ------------------------------------------------------------------ search
-    def search(
-        self,
-        query: str,
-        *,
-        set_id: int,
-        doc_ids: Sequence[int] | None = None,
-        mode: str | None = None,
-        top_k: int | None = None,
-        score_threshold: float | None = None,
-        fusion: str | None = None,
-        rerank: bool | None = None,
-        expand: str | None = None,
-        context_chars: int | None = None,
-        group_by: str | None = None,
-        sources: Sequence[str] | None = None,
-        on_source_error: str | None = None,
-        **options: Any,
-    ) -> SearchResult:
-        """``POST /v1/search``: search one set of the key's tenant (the fields of ``ragindex search``).
-
-        Args:
-            query: The query text (empty: no hits).
-            set_id: The set to search. Sets are per tenant: a set the key's tenant has no documents in answers
-                no hits, whoever else has a set of that number.
-            doc_ids: Only these documents.
-            mode: ``dense``, ``bm25``, ``sparse`` or ``hybrid`` (default).
-            top_k: Hits to return (default: the server's ``RAGINDEX_DEFAULT_TOP_K``).
-            score_threshold: Drop hits below this score.
-            fusion: Hybrid fusion: ``rrf``, ``dbsf``, ``combine`` or ``boost``.
-            rerank: Cross-encoder rerank (a 422 where the service has none).
-            expand: Each hit's ``context``: ``none``, ``neighbours`` or ``section``.
-            context_chars: Most characters of a context.
-            group_by: Merge hits of one ``section`` or ``document``.
-            sources: Only these sources (``dense``, ``bm25``, ``sparse``), within the server's enabled ones.
-            on_source_error: ``fail`` or ``degrade`` (answer from the other sources; the result's ``degraded``
-                names the failed one).
-            **options: Further request fields, sent as given (for options of newer servers).
-
-        Returns:
-            The same :class:`~ragindex.types.SearchResult` that :meth:`ragindex.Engine.search` returns (a hit's
-            ``metadata`` is not sent over HTTP and is empty).
-        """
-        return self.send(
-            calls.search(
-                query,
-                set_id=set_id,
-                doc_ids=doc_ids,
-                mode=mode,
-                top_k=top_k,
-                score_threshold=score_threshold,
-                fusion=fusion,
-                rerank=rerank,
-                expand=expand,
-                context_chars=context_chars,
-                group_by=group_by,
-                sources=list(sources) if sources is not None else None,
-                on_source_error=on_source_error,
-                **options,
-            )
-        )
+    search = _sending(calls.search)
 
     # ------------------------------------------------------------------ documents and sets
     def upload(self, set_id: int, files: Sequence[UploadFile]) -> models.JobAccepted:
@@ -159,16 +109,12 @@ class Client(ClientBase):
         """``GET /v1/sets/{set_id}/documents``: every document of the set with its status."""
         return self.send(calls.set_documents(set_id))
 
-    def documents(
-        self,
-        *,
-        set_id: int | None = None,
-        status: str | None = None,
-        cursor: str | None = None,
-        limit: int | None = None,
-    ) -> models.DocumentPageOut:
-        """``GET /v1/documents``: a page of documents by id; pass ``next_cursor`` as ``cursor`` for the next."""
-        return self.send(calls.documents(set_id=set_id, status=status, cursor=cursor, limit=limit))
+    def documents(self, **page: Unpack[calls.DocumentQuery]) -> models.DocumentPageOut:
+        """``GET /v1/documents``: a page of documents by id; pass ``next_cursor`` as ``cursor`` for the next.
+
+        Args: ``set_id``, ``status``, ``cursor``, ``limit`` (all optional).
+        """
+        return self.send(calls.documents(**page))
 
     def document(self, doc_id: int, *, chunks: bool = False) -> models.DocumentDetailOut:
         """``GET /v1/documents/{doc_id}``: its fields, last run, chunk counts (and every chunk with ``chunks``)."""
@@ -183,11 +129,9 @@ class Client(ClientBase):
         return self.send(calls.delete_document(doc_id))
 
     # ------------------------------------------------------------------ jobs
-    def jobs(
-        self, *, status: str | None = None, cursor: str | None = None, limit: int | None = None
-    ) -> models.JobPageOut:
-        """``GET /v1/jobs``: a page of the tenant's jobs, newest first."""
-        return self.send(calls.jobs(status=status, cursor=cursor, limit=limit))
+    def jobs(self, **page: Unpack[calls.PageQuery]) -> models.JobPageOut:
+        """``GET /v1/jobs``: a page of the tenant's jobs (``status``, ``cursor``, ``limit``), newest first."""
+        return self.send(calls.jobs(**page))
 
     def job(self, job_id: str) -> models.JobDetail:
         """``GET /v1/jobs/{job_id}``: status, live progress, each document's run, the report when done."""
@@ -203,14 +147,10 @@ class Client(ClientBase):
         Raises:
             BackendError: It is still running after ``wait_s`` seconds (it goes on; call again to keep waiting).
         """
-        deadline = time.monotonic() + wait_s
-        while True:
-            job = self.job(job_id)
-            if job.finished:
-                return job
-            if time.monotonic() > deadline:
-                raise BackendError(f"job {job_id} is still {job.status} after {wait_s} s", job_id=job_id)
+        wait = calls.JobWait(job_id, wait_s)
+        while not wait.ended(job := self.job(job_id)):
             time.sleep(poll_s)
+        return job
 
     # ------------------------------------------------------------------ chunks
     def chunk(self, chunk_id: str) -> models.ChunkOut:
