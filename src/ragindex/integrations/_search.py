@@ -16,7 +16,7 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack, cast
 
 from ragindex.errors import ValidationError
 
@@ -78,6 +78,25 @@ def hit_metadata(hit: Hit) -> dict[str, Any]:
     return meta
 
 
+class Target(TypedDict, total=False):
+    """Where a retriever searches: give exactly one of ``url``, ``engine`` or ``data_dir`` / ``settings``."""
+
+    url: str | None
+    """The service's base URL (HTTP mode)."""
+    api_key: str | None
+    """A key of the service (HTTP mode)."""
+    timeout: float | None
+    """Seconds per HTTP request (default 30; None: wait forever)."""
+    engine: Engine | None
+    """An open engine to search (not closed here)."""
+    data_dir: str | Path | None
+    """The data dir of an embedded index (the other settings come from the environment)."""
+    settings: Settings | None
+    """Full settings of an embedded index."""
+    user_id: int | None
+    """The tenant (embedded mode; default 1). Over HTTP the key decides the tenant."""
+
+
 class Searcher:
     """One retrieval target and the search options applied to every query.
 
@@ -86,29 +105,13 @@ class Searcher:
 
     Args:
         set_id: The set to search.
-        user_id: The tenant (embedded mode; default 1). Over HTTP the key decides the tenant.
-        url: The service's base URL.
-        api_key: A key of the service.
-        timeout: Seconds per HTTP request.
-        engine: An open engine to search (not closed here).
-        data_dir: The data dir of an embedded index (the other settings come from the environment).
-        settings: Full settings of an embedded index.
         options: Search options (``top_k``, ``mode``, ``doc_ids``, ``expand``, ...); None values are left out.
+        **target: The fields of :class:`Target`.
     """
 
-    def __init__(
-        self,
-        *,
-        set_id: int,
-        user_id: int | None = None,
-        url: str | None = None,
-        api_key: str | None = None,
-        timeout: float | None = 30.0,
-        engine: Engine | None = None,
-        data_dir: str | Path | None = None,
-        settings: Settings | None = None,
-        options: Mapping[str, Any] | None = None,
-    ) -> None:
+    def __init__(self, *, set_id: int, options: Mapping[str, Any] | None = None, **target: Unpack[Target]) -> None:
+        url, engine, user_id = target.get("url"), target.get("engine"), target.get("user_id")
+        data_dir, settings = target.get("data_dir"), target.get("settings")
         targets = [name for name, value in (("url", url), ("engine", engine)) if value is not None]
         if data_dir is not None or settings is not None:
             targets.append("data_dir/settings")
@@ -125,8 +128,8 @@ class Searcher:
         self.set_id = set_id
         self.user_id = DEFAULT_USER_ID if user_id is None else user_id
         self.url = url
-        self.api_key = api_key
-        self.timeout = timeout
+        self.api_key = target.get("api_key")
+        self.timeout = target.get("timeout", 30.0)
         self.options = {k: v for k, v in (options or {}).items() if v is not None}
         if isinstance(self.options.get("doc_ids"), Sequence):
             self.options["doc_ids"] = list(self.options["doc_ids"])
@@ -137,6 +140,13 @@ class Searcher:
         self._client: Client | None = None
         self._closers: list[weakref.finalize[[], Searcher]] = []
         self._lock = threading.Lock()  # one engine search or client creation at a time (threads of ainvoke)
+
+    @classmethod
+    def of(cls, set_id: int, keywords: Mapping[str, Any], options: Mapping[str, Any]) -> Searcher:
+        """A searcher from keywords that mix :class:`Target`'s fields and search options, then more ``options``."""
+        target = cast(Target, {k: v for k, v in keywords.items() if k in Target.__optional_keys__})
+        rest = {k: v for k, v in keywords.items() if k not in target}
+        return cls(set_id=set_id, options={**rest, **options}, **target)
 
     @property
     def mode(self) -> str:

@@ -8,12 +8,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from ragindex._optional import missing_extra
+from ragindex.client.calls import RetrievalOptions
 from ragindex.closing import Closing
-from ragindex.integrations._search import TECHNICAL_KEYS, Searcher, hit_content, hit_metadata
+from ragindex.integrations._search import TECHNICAL_KEYS, Searcher, Target, hit_content, hit_metadata
 
 try:
     from llama_index.core.callbacks import CallbackManager
@@ -23,11 +23,13 @@ except ImportError as exc:
     raise missing_extra("llamaindex", "the LlamaIndex retriever", exc) from exc
 
 if TYPE_CHECKING:
-    from ragindex.config.settings import Settings
-    from ragindex.engine import Engine
     from ragindex.types import Hit
 
 __all__ = ["RagindexRetriever"]
+
+
+class RetrieverArgs(Target, RetrievalOptions, total=False):
+    """The keywords of :class:`RagindexRetriever` after ``set_id`` and ``top_k``: its target and search options."""
 
 
 class RagindexRetriever(BaseRetriever, Closing):
@@ -63,6 +65,8 @@ class RagindexRetriever(BaseRetriever, Closing):
         expand: ``none``, ``neighbours`` or ``section``: return each hit's context.
         context_chars: Most characters of a context.
         group_by: ``none``, ``section`` or ``document``: one hit per section or document.
+        sources: Only these sources (``dense``, ``bm25``, ``sparse``).
+        on_source_error: ``fail`` or ``degrade`` (answer from the other sources).
         search_options: Further search options, passed as given.
         callback_manager: LlamaIndex callbacks.
         verbose: LlamaIndex's verbose flag.
@@ -73,48 +77,15 @@ class RagindexRetriever(BaseRetriever, Closing):
         *,
         set_id: int,
         top_k: int = 4,
-        url: str | None = None,
-        api_key: str | None = None,
-        timeout: float | None = 30.0,
-        engine: Engine | None = None,
-        data_dir: str | Path | None = None,
-        settings: Settings | None = None,
-        user_id: int | None = None,
-        mode: str | None = None,
-        doc_ids: Sequence[int] | None = None,
-        score_threshold: float | None = None,
-        fusion: str | None = None,
-        rerank: bool | None = None,
-        expand: str | None = None,
-        context_chars: int | None = None,
-        group_by: str | None = None,
         search_options: dict[str, Any] | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        **keywords: Unpack[RetrieverArgs],
     ) -> None:
-        options = {
-            "top_k": top_k,
-            "mode": mode,
-            "doc_ids": doc_ids,
-            "score_threshold": score_threshold,
-            "fusion": fusion,
-            "rerank": rerank,
-            "expand": expand,
-            "context_chars": context_chars,
-            "group_by": group_by,
-            **(search_options or {}),
-        }
-        self.searcher = Searcher(
-            set_id=set_id,
-            user_id=user_id,
-            url=url,
-            api_key=api_key,
-            timeout=timeout,
-            engine=engine,
-            data_dir=data_dir,
-            settings=settings,
-            options=options,
-        )
+        unknown = sorted(set(keywords) - RetrieverArgs.__optional_keys__)
+        if unknown:
+            raise TypeError(f"RagindexRetriever.__init__() got an unexpected keyword argument {unknown[0]!r}")
+        self.searcher = Searcher.of(set_id, {"top_k": top_k, **keywords}, search_options or {})
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
