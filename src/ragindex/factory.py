@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from ragindex.config.settings import Settings
 from ragindex.errors import ConfigurationError
@@ -11,7 +11,7 @@ from ragindex.types import VectorKind
 
 if TYPE_CHECKING:
     from ragindex.chunking.protocol import Chunker
-    from ragindex.config.sections import SparseSettings
+    from ragindex.config.sections import RuntimeSettings, SparseSettings
     from ragindex.encoders.dense.sentence_transformers import SentenceTransformerDenseEncoder
     from ragindex.encoders.protocol import DenseEncoder, SparseEncoder
     from ragindex.index.ownership import IndexOwnership
@@ -20,6 +20,37 @@ if TYPE_CHECKING:
     from ragindex.pipeline.lease import ProcessOwner
     from ragindex.retrieval.rerank import Reranker
     from ragindex.store.protocol import TruthStore
+
+
+class _SparseCleaning(TypedDict):
+    """How every BGE-M3 sparse encoder (local, HTTP, remote) cuts and cleans its output: ``RAGINDEX_SPARSE_*``."""
+
+    top_k: int
+    min_weight: float
+    max_length: int
+
+
+def _sparse_cleaning(sparse: SparseSettings) -> _SparseCleaning:
+    return _SparseCleaning(
+        top_k=sparse.sparse_top_k, min_weight=sparse.sparse_min_weight, max_length=sparse.sparse_max_length
+    )
+
+
+class _HttpSparseKeywords(_SparseCleaning):
+    """What the HTTP and the remote BGE-M3 encoders both take: the cleaning and the bearer token."""
+
+    api_key: str | None
+
+
+class _LocalRuntime(TypedDict):
+    """How a local (torch) model loads and runs: ``RAGINDEX_HF_OFFLINE``, ``RAGINDEX_TORCH_THREADS``."""
+
+    offline: bool
+    threads: int | None
+
+
+def _local_runtime(runtime: RuntimeSettings) -> _LocalRuntime:
+    return _LocalRuntime(offline=runtime.hf_offline, threads=runtime.torch_threads)
 
 
 def build_store(settings: Settings) -> TruthStore:
@@ -113,14 +144,12 @@ def build_dense_encoder(settings: Settings, model: str | None = None) -> DenseEn
     from ragindex.encoders.dense.routed import RoutedDenseEncoder
     from ragindex.encoders.dense.sentence_transformers import SentenceTransformerDenseEncoder
 
-    runtime = settings.runtime
     heavy = SentenceTransformerDenseEncoder(
         model or dense.dense_model,
         device=dense.dense_device,
         precision=dense.dense_precision,
         batch_size=dense.embed_batch_size,
-        offline=runtime.hf_offline,
-        threads=runtime.torch_threads,
+        **_local_runtime(settings.runtime),
         languages=dense.dense_scripts,
         query_prompt=dense.dense_query_prompt,
         document_prompt=dense.dense_document_prompt,
@@ -182,16 +211,12 @@ def build_sparse_provider(settings: Settings) -> SparseEncoder | None:
     if sparse.sparse_provider == "bge_m3":
         from ragindex.encoders.sparse.bge_m3 import BgeM3SparseEncoder
 
-        runtime = settings.runtime
         return BgeM3SparseEncoder(
             sparse.sparse_model,
             device=sparse.sparse_device,
             batch_size=sparse.sparse_batch_size,
-            max_length=sparse.sparse_max_length,
-            top_k=sparse.sparse_top_k,
-            min_weight=sparse.sparse_min_weight,
-            offline=runtime.hf_offline,
-            threads=runtime.torch_threads,
+            **_sparse_cleaning(sparse),
+            **_local_runtime(settings.runtime),
         )
     return _build_http_sparse_provider(sparse)
 
@@ -201,25 +226,17 @@ def _build_http_sparse_provider(sparse: SparseSettings) -> SparseEncoder:
     from ragindex.encoders.sparse.bge_m3_http import BgeM3HttpSparseEncoder, RemoteBgeM3Encoder
 
     api_key = sparse.sparse_http_api_key.get_secret_value() if sparse.sparse_http_api_key else None
+    common = _HttpSparseKeywords(**_sparse_cleaning(sparse), api_key=api_key)
     if sparse.sparse_provider == "bge_m3_http" and sparse.sparse_http_endpoint:
         return BgeM3HttpSparseEncoder(
             sparse.sparse_http_endpoint,
-            top_k=sparse.sparse_top_k,
-            min_weight=sparse.sparse_min_weight,
-            max_length=sparse.sparse_max_length,
             batch_size=sparse.sparse_http_batch_size,
             timeout=sparse.sparse_http_timeout,
-            api_key=api_key,
+            **common,
         )
     if sparse.sparse_provider == "remote_bge_m3" and sparse.bge_m3_service_url:
         return RemoteBgeM3Encoder(
-            sparse.bge_m3_service_url,
-            top_k=sparse.sparse_top_k,
-            min_weight=sparse.sparse_min_weight,
-            max_length=sparse.sparse_max_length,
-            timeout=sparse.bge_m3_timeout,
-            max_retries=sparse.bge_m3_max_retries,
-            api_key=api_key,
+            sparse.bge_m3_service_url, timeout=sparse.bge_m3_timeout, max_retries=sparse.bge_m3_max_retries, **common
         )
     raise ConfigurationError(
         f"sparse provider {sparse.sparse_provider!r} is unknown or has no URL; valid: none, bge_m3, "
