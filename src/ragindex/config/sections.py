@@ -145,7 +145,7 @@ class ChunkingSettings(SettingsSection):
     chunk_tokens: int = Field(480, ge=16, description="Tokens per chunk for `structure` (capped at the model's max).")
     chunk_token_overlap: int = Field(0, ge=0, description="Token overlap when `structure` must split a section.")
     section_max_chars: int = Field(
-        3000,
+        4000,
         ge=0,
         description="Most characters per section, the unit BM25 and learned sparse score (chunks stay the dense "
         "unit); 0: no sections, every source scores chunks.",
