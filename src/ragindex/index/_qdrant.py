@@ -14,10 +14,18 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 from ragindex.errors import ValidationError
-from ragindex.index.protocol import DensePoint, ScoredIds, SparsePoint, TenantFilter, VectorQuery
+from ragindex.index.protocol import (
+    DensePoint,
+    FusionOptions,
+    ScoredIds,
+    SearchOptions,
+    SparsePoint,
+    TenantFilter,
+    VectorQuery,
+)
 
 PAYLOAD_INDEXES = ("user_id", "set_id", "doc_id")
 SCROLL_PAGE = 2048
@@ -100,17 +108,11 @@ class QdrantSearch(ABC):
         """Run ``plan`` on one bucket: (chunk_id, score) best first, ``[]`` (and a warning) if the bucket is missing."""
 
     def search(
-        self,
-        collection: str,
-        bucket: int,
-        query: VectorQuery,
-        tenant: TenantFilter,
-        *,
-        limit: int,
-        score_threshold: float | None = None,
+        self, collection: str, bucket: int, query: VectorQuery, tenant: TenantFilter, **options: Unpack[SearchOptions]
     ) -> ScoredIds:
         """Nearest points for one source, restricted to the tenant."""
-        return self._query(collection, bucket, QueryPlan((query,), tenant, limit, score_threshold=score_threshold))
+        plan = QueryPlan((query,), tenant, options["limit"], score_threshold=options.get("score_threshold"))
+        return self._query(collection, bucket, plan)
 
     def fused_search(
         self,
@@ -118,13 +120,9 @@ class QdrantSearch(ABC):
         bucket: int,
         queries: Sequence[VectorQuery],
         tenant: TenantFilter,
-        *,
-        limit: int,
-        candidates: int,
-        fusion: str,
-        rrf_k: int = 60,
-        weights: Sequence[float] | None = None,
+        **options: Unpack[FusionOptions],
     ) -> ScoredIds:
         """Qdrant's own prefetch + fusion (RRF with explicit k and weights, or DBSF)."""
-        plan = QueryPlan(tuple(queries), tenant, limit, candidates=candidates, fusion=fusion_of(fusion, rrf_k, weights))
+        fusion = fusion_of(options["fusion"], options.get("rrf_k", 60), options.get("weights"))
+        plan = QueryPlan(tuple(queries), tenant, options["limit"], candidates=options["candidates"], fusion=fusion)
         return self._query(collection, bucket, plan)

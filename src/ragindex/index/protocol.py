@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypedDict, Unpack
 
 import numpy as np
 
@@ -61,6 +61,32 @@ class VectorQuery:
 ScoredIds = list[tuple[str, float]]
 
 
+class _Limit(TypedDict):
+    limit: int
+
+
+class SearchOptions(_Limit, total=False):
+    """The keywords of :meth:`VectorIndex.search`: ``limit`` hits at most, none below ``score_threshold`` (if given)."""
+
+    score_threshold: float | None
+
+
+class _Fused(_Limit):
+    candidates: int
+    fusion: str
+
+
+class FusionOptions(_Fused, total=False):
+    """The keywords of :meth:`VectorIndex.fused_search`.
+
+    ``limit`` fused hits from ``candidates`` per source, fused by ``fusion`` (``rrf`` or ``dbsf``); RRF takes
+    ``rrf_k`` (left out: 60) and per-source ``weights`` (left out or None: equal).
+    """
+
+    rrf_k: int
+    weights: Sequence[float] | None
+
+
 class VectorIndex(Protocol):
     """Index copies, addressed by (collection, bucket).
 
@@ -97,14 +123,7 @@ class VectorIndex(Protocol):
         ...
 
     def search(
-        self,
-        collection: str,
-        bucket: int,
-        query: VectorQuery,
-        tenant: TenantFilter,
-        *,
-        limit: int,
-        score_threshold: float | None = None,
+        self, collection: str, bucket: int, query: VectorQuery, tenant: TenantFilter, **options: Unpack[SearchOptions]
     ) -> ScoredIds:
         """(chunk_id, score) best first, restricted to the tenant filter."""
         ...
@@ -115,12 +134,7 @@ class VectorIndex(Protocol):
         bucket: int,
         queries: Sequence[VectorQuery],
         tenant: TenantFilter,
-        *,
-        limit: int,
-        candidates: int,
-        fusion: str,
-        rrf_k: int = 60,
-        weights: Sequence[float] | None = None,
+        **options: Unpack[FusionOptions],
     ) -> ScoredIds:
         """Backend-native fusion (``rrf`` or ``dbsf``) of several source queries (Qdrant prefetch + fusion)."""
         ...

@@ -7,31 +7,18 @@ had when the truth store created them, so a database made by an earlier version 
 
 from __future__ import annotations
 
-from sqlalchemy import (
-    JSON,
-    BigInteger,
-    Column,
-    Connection,
-    Index,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
-    UniqueConstraint,
-)
+from sqlalchemy import JSON, BigInteger, Column, Connection, Index, Integer, MetaData, String, Text, UniqueConstraint
 
 from ragindex.store.migrations import Migration
-from ragindex.store.schema import TABLE_OPTIONS, Timestamp
+from ragindex.store.schema import Timestamp, table, tenant
 
 metadata = MetaData()
 
-jobs = Table(
+jobs = table(
     "jobs",
     metadata,
     Column("job_id", String(64), primary_key=True),
-    Column("user_id", BigInteger, nullable=False),
-    Column("set_id", BigInteger, nullable=False),
+    *tenant(),
     Column("kind", String(16), nullable=False),
     Column("status", String(16), nullable=False),
     Column("files", JSON),
@@ -42,10 +29,9 @@ jobs = Table(
     Column("finished_at", Timestamp),
     Index("ix_jobs_tenant", "user_id", "created_at"),
     Index("ix_jobs_status", "status"),
-    **TABLE_OPTIONS,
 )
 
-api_keys = Table(
+api_keys = table(
     "api_keys",
     metadata,
     Column("key_id", String(32), primary_key=True),
@@ -57,7 +43,6 @@ api_keys = Table(
     Column("created_at", Timestamp, nullable=False),
     Column("revoked_at", Timestamp),
     UniqueConstraint("key_hash", name="uq_api_keys_hash"),
-    **TABLE_OPTIONS,
 )
 
 

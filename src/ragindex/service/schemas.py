@@ -11,6 +11,17 @@ from ragindex.types import MAX_CONTEXT_CHARS
 MAX_ID = 2**63 - 1  # ids are BIGINT in the truth store
 
 
+def _examples(*examples: dict[str, Any]) -> ConfigDict:
+    """A model's config that shows ``examples`` in its OpenAPI schema (the rest is its base model's config)."""
+    return ConfigDict(json_schema_extra={"examples": list(examples)})
+
+
+# the chunk of the examples, as a hit and as ``GET /v1/chunks/{chunk_id}`` show it
+_CHUNK_IDS = {"chunk_id": "0b7e8f0e-54a1-4c38-9d0e-2f5b8f4f6a11", "doc_id": 12, "set_id": 1}
+_CHUNK_TEXT = "Vitamin D helps the body absorb calcium, which keeps bones strong."
+_CHUNK_PLACE = {"page": None, "section": "Bones", "start_line": 1, "end_line": 3}
+
+
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -18,14 +29,9 @@ class _Body(BaseModel):
 class SearchRequest(_Body):
     """``POST /v1/search``: the fields of ``ragindex search``."""
 
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra={
-            "examples": [
-                {"query": "what keeps bones strong", "set_id": 1, "top_k": 5, "mode": "hybrid"},
-                {"query": "bones", "set_id": 1, "expand": "neighbours", "context_chars": 1500, "group_by": "document"},
-            ]
-        },
+    model_config = _examples(
+        {"query": "what keeps bones strong", "set_id": 1, "top_k": 5, "mode": "hybrid"},
+        {"query": "bones", "set_id": 1, "expand": "neighbours", "context_chars": 1500, "group_by": "document"},
     )
 
     query: str = Field(max_length=20_000, description="The query text (empty: no hits).")
@@ -64,12 +70,7 @@ class SearchRequest(_Body):
 class ChunkPatch(_Body):
     """``PATCH /v1/chunks/{chunk_id}``: new text (re-embedded only if it changed) and/or metadata to merge."""
 
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra={
-            "examples": [{"text": "Vitamin D helps the gut absorb calcium."}, {"metadata": {"reviewed": "yes"}}]
-        },
-    )
+    model_config = _examples({"text": "Vitamin D helps the gut absorb calcium."}, {"metadata": {"reviewed": "yes"}})
 
     text: str | None = Field(None, max_length=1_000_000)
     metadata: dict[str, Any] | None = None
@@ -78,7 +79,7 @@ class ChunkPatch(_Body):
 class RepairRequest(_Body):
     """``POST /v1/repair``."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"dry_run": True}]})
+    model_config = _examples({"dry_run": True})
 
     dry_run: bool = Field(False, description="Only report what repair would do.")
 
@@ -86,11 +87,7 @@ class RepairRequest(_Body):
 class JobAccepted(BaseModel):
     """``202`` answer of an upload."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [{"job_id": "9b2c4e1f0a7d4c3e", "status": "queued", "files": ["vitamin.md", "notes.pdf"]}]
-        }
-    )
+    model_config = _examples({"job_id": "9b2c4e1f0a7d4c3e", "status": "queued", "files": ["vitamin.md", "notes.pdf"]})
 
     job_id: str
     status: str
@@ -100,9 +97,7 @@ class JobAccepted(BaseModel):
 class KeyInfo(BaseModel):
     """Who the calling key is."""
 
-    model_config = ConfigDict(
-        json_schema_extra={"examples": [{"key_id": "5f0c2a9e81d34b7a", "user_id": 1, "admin": False}]}
-    )
+    model_config = _examples({"key_id": "5f0c2a9e81d34b7a", "user_id": 1, "admin": False})
 
     key_id: str
     user_id: int
@@ -302,35 +297,25 @@ class HitOut(_Out):
 class SearchOut(_Out):
     """``POST /v1/search`` (``ragindex search --json``)."""
 
-    model_config = ConfigDict(
-        extra="allow",
-        json_schema_extra={
-            "examples": [
+    model_config = _examples(
+        {
+            "mode": "hybrid",
+            "hits": [
                 {
-                    "mode": "hybrid",
-                    "hits": [
-                        {
-                            "rank": 1,
-                            "chunk_id": "0b7e8f0e-54a1-4c38-9d0e-2f5b8f4f6a11",
-                            "doc_id": 12,
-                            "set_id": 1,
-                            "score": 0.0328,
-                            "source": "vitamin.md",
-                            "filename": "vitamin.md",
-                            "page": None,
-                            "section": "Bones",
-                            "start_line": 1,
-                            "end_line": 3,
-                            "chunk_type": "text",
-                            "bbox": None,
-                            "text": "Vitamin D helps the body absorb calcium, which keeps bones strong.",
-                            "scores": {"dense": {"score": 0.71, "rank": 1}, "bm25": {"score": 3.9, "rank": 1}},
-                        }
-                    ],
-                    "latency_ms": {"encode": 9.1, "search": 2.4, "fuse": 0.1, "backfill": 1.2, "total": 13.0},
+                    "rank": 1,
+                    **_CHUNK_IDS,
+                    "score": 0.0328,
+                    "source": "vitamin.md",
+                    "filename": "vitamin.md",
+                    **_CHUNK_PLACE,
+                    "chunk_type": "text",
+                    "bbox": None,
+                    "text": _CHUNK_TEXT,
+                    "scores": {"dense": {"score": 0.71, "rank": 1}, "bm25": {"score": 3.9, "rank": 1}},
                 }
-            ]
-        },
+            ],
+            "latency_ms": {"encode": 9.1, "search": 2.4, "fuse": 0.1, "backfill": 1.2, "total": 13.0},
+        }
     )
 
     mode: str
@@ -350,10 +335,7 @@ class SetOut(_Out):
 class SetsOut(_Out):
     """``GET /v1/sets``."""
 
-    model_config = ConfigDict(
-        extra="allow",
-        json_schema_extra={"examples": [{"sets": [{"set_id": 1, "documents": 2, "statuses": {"SUCCESS": 2}}]}]},
-    )
+    model_config = _examples({"sets": [{"set_id": 1, "documents": 2, "statuses": {"SUCCESS": 2}}]})
 
     sets: list[SetOut]
 
@@ -368,28 +350,18 @@ class SetDocumentsOut(_Out):
 class ChunkOut(_Out):
     """``GET /v1/chunks/{chunk_id}``: an ACTIVE chunk with its per-kind index statuses."""
 
-    model_config = ConfigDict(
-        extra="allow",
-        json_schema_extra={
-            "examples": [
-                {
-                    "chunk_id": "0b7e8f0e-54a1-4c38-9d0e-2f5b8f4f6a11",
-                    "doc_id": 12,
-                    "set_id": 1,
-                    "chunk_index": 0,
-                    "text": "Vitamin D helps the body absorb calcium, which keeps bones strong.",
-                    "metadata": {},
-                    "page": None,
-                    "section": "Bones",
-                    "start_line": 1,
-                    "end_line": 3,
-                    "token_count": 14,
-                    "statuses": {"dense": "SUCCESS", "bm25": "SUCCESS"},
-                    "attempts": 0,
-                    "last_error": None,
-                }
-            ]
-        },
+    model_config = _examples(
+        {
+            **_CHUNK_IDS,
+            "chunk_index": 0,
+            "text": _CHUNK_TEXT,
+            "metadata": {},
+            **_CHUNK_PLACE,
+            "token_count": 14,
+            "statuses": {"dense": "SUCCESS", "bm25": "SUCCESS"},
+            "attempts": 0,
+            "last_error": None,
+        }
     )
 
     chunk_id: str
@@ -436,18 +408,13 @@ class JobDetailOut(JobSummary):
 class VersionOut(_Out):
     """``GET /v1/version``: what is running, and the schema and model of the data it serves."""
 
-    model_config = ConfigDict(
-        extra="allow",
-        json_schema_extra={
-            "examples": [
-                {
-                    "version": "0.1.0",
-                    "schema": {"code": "m012_score_stats", "database": "m012_score_stats", "current": True},
-                    "dense_model": "sentence-transformers/all-MiniLM-L6-v2",
-                    "collection": {"collection": "ragindex", "dense": "st:all-MiniLM-L6-v2|384|cos|norm"},
-                }
-            ]
-        },
+    model_config = _examples(
+        {
+            "version": "0.1.0",
+            "schema": {"code": "m012_score_stats", "database": "m012_score_stats", "current": True},
+            "dense_model": "sentence-transformers/all-MiniLM-L6-v2",
+            "collection": {"collection": "ragindex", "dense": "st:all-MiniLM-L6-v2|384|cos|norm"},
+        }
     )
 
     version: str = Field(description="The ragindex package version.")

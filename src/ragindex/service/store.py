@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict, Unpack
 
 from sqlalchemy import and_, insert, or_, select, update
 
@@ -51,26 +51,51 @@ class ApiKeyRow:
     revoked_at: datetime | None
 
 
+class NewJob(TypedDict):
+    """A job :meth:`JobStore.create_job` records: its tenant, kind, status and the paths it will read."""
+
+    user_id: int
+    set_id: int
+    kind: str
+    status: str
+    files: Sequence[str]
+
+
+class JobChange(TypedDict, total=False):
+    """How :meth:`JobStore.set_job_status` moves a job besides its status (each left out: False or None).
+
+    ``started``/``finished`` stamp its start or end now; ``report`` and ``error`` are recorded (an error clipped
+    to 4000 characters); with ``expected``, only a job whose status is one of them moves.
+    """
+
+    started: bool
+    finished: bool
+    report: Mapping[str, Any] | None
+    error: str | None
+    expected: Sequence[str] | None
+
+
+class JobFilter(TypedDict, total=False):
+    """Which jobs :meth:`JobStore.list_jobs` lists, newest first.
+
+    Those of ``user_id`` and with ``status`` (each when not None), after the (created_at, job_id) key ``before``;
+    at most ``limit`` (left out: 100).
+    """
+
+    user_id: int | None
+    status: str | None
+    before: tuple[datetime, str] | None
+    limit: int
+
+
 class JobStore(Protocol):
     """Ingest jobs: recorded before they are queued, so a restarted service re-queues unfinished ones."""
 
-    def create_job(
-        self, job_id: str, *, user_id: int, set_id: int, kind: str, status: str, files: Sequence[str]
-    ) -> None:
+    def create_job(self, job_id: str, **job: Unpack[NewJob]) -> None:
         """Record a new job of a tenant (files are the paths the job will read)."""
         ...
 
-    def set_job_status(
-        self,
-        job_id: str,
-        status: str,
-        *,
-        started: bool = False,
-        finished: bool = False,
-        report: Mapping[str, Any] | None = None,
-        error: str | None = None,
-        expected: Sequence[str] | None = None,
-    ) -> bool:
+    def set_job_status(self, job_id: str, status: str, **change: Unpack[JobChange]) -> bool:
         """Move a job to ``status``, stamping its start or end, with its report and error.
 
         With ``expected``, only a job whose status is one of them moves (a compare-and-set: a cancel and the
@@ -86,24 +111,29 @@ class JobStore(Protocol):
         """Jobs in any of ``statuses``, oldest first."""
         ...
 
-    def list_jobs(
-        self,
-        *,
-        user_id: int | None = None,
-        status: str | None = None,
-        before: tuple[datetime, str] | None = None,
-        limit: int = 100,
-    ) -> list[JobRow]:
+    def list_jobs(self, **where: Unpack[JobFilter]) -> list[JobRow]:
         """Jobs newest first (created_at, then job_id, descending), those after the key ``before`` only."""
         ...
+
+
+class _NewApiKey(TypedDict):
+    key_id: str
+    key_hash: str
+    prefix: str
+    user_id: int
+    admin: bool
+
+
+class NewApiKey(_NewApiKey, total=False):
+    """A key :meth:`ApiKeyStore.create_api_key` records: its id, sha256, display prefix, tenant, role and name."""
+
+    name: str | None
 
 
 class ApiKeyStore(Protocol):
     """Per-tenant API keys, kept as their sha256 only."""
 
-    def create_api_key(
-        self, *, key_id: str, key_hash: str, prefix: str, user_id: int, admin: bool, name: str | None = None
-    ) -> None:
+    def create_api_key(self, **key: Unpack[NewApiKey]) -> None:
         """Record an API key by its sha256 (the key itself is never stored)."""
         ...
 
@@ -141,44 +171,24 @@ class SqlServiceStore(SqlCore):
         super().__init__(url, migrations=schema.SERVICE_MIGRATIONS)
 
     # ------------------------------------------------------------------ jobs
-    def create_job(
-        self, job_id: str, *, user_id: int, set_id: int, kind: str, status: str, files: Sequence[str]
-    ) -> None:
+    def create_job(self, job_id: str, **job: Unpack[NewJob]) -> None:
         """See :meth:`JobStore.create_job`."""
+        row = {**job, "job_id": job_id, "files": list(job["files"]), "created_at": utcnow()}
         with self._tx() as conn:
-            conn.execute(
-                insert(schema.jobs).values(
-                    job_id=job_id,
-                    user_id=user_id,
-                    set_id=set_id,
-                    kind=kind,
-                    status=status,
-                    files=list(files),
-                    created_at=utcnow(),
-                )
-            )
+            conn.execute(insert(schema.jobs).values(**row))
 
-    def set_job_status(
-        self,
-        job_id: str,
-        status: str,
-        *,
-        started: bool = False,
-        finished: bool = False,
-        report: Mapping[str, Any] | None = None,
-        error: str | None = None,
-        expected: Sequence[str] | None = None,
-    ) -> bool:
+    def set_job_status(self, job_id: str, status: str, **change: Unpack[JobChange]) -> bool:
         """See :meth:`JobStore.set_job_status`."""
+        error = change.get("error")
         values: dict[str, Any] = {"status": status, "error": error[:4000] if error else None}
-        if started:
+        if change.get("started"):
             values["started_at"] = utcnow()
-        if finished:
+        if change.get("finished"):
             values["finished_at"] = utcnow()
-        if report is not None:
+        if (report := change.get("report")) is not None:
             values["report"] = dict(report)
         cond = [schema.jobs.c.job_id == job_id]
-        if expected is not None:
+        if (expected := change.get("expected")) is not None:
             cond.append(schema.jobs.c.status.in_(list(expected)))
         with self._tx() as conn:
             result = conn.execute(update(schema.jobs).where(*cond).values(**values))
@@ -200,41 +210,25 @@ class SqlServiceStore(SqlCore):
         with self._tx() as conn:
             return [_job_row(r._mapping) for r in conn.execute(query)]
 
-    def list_jobs(
-        self,
-        *,
-        user_id: int | None = None,
-        status: str | None = None,
-        before: tuple[datetime, str] | None = None,
-        limit: int = 100,
-    ) -> list[JobRow]:
+    def list_jobs(self, **where: Unpack[JobFilter]) -> list[JobRow]:
         """See :meth:`JobStore.list_jobs` (keyset pagination on the ``ix_jobs_tenant`` index)."""
         t = schema.jobs.c
-        cond = given((t.user_id, user_id), (t.status, status))
-        if before is not None:
+        cond = given((t.user_id, where.get("user_id")), (t.status, where.get("status")))
+        if (before := where.get("before")) is not None:
             created, job_id = before
             cond.append(or_(t.created_at < created, and_(t.created_at == created, t.job_id < job_id)))
-        query = select(schema.jobs).where(*cond).order_by(t.created_at.desc(), t.job_id.desc()).limit(limit)
+        query = select(schema.jobs).where(*cond).order_by(t.created_at.desc(), t.job_id.desc())
+        query = query.limit(where.get("limit", 100))
         with self._tx() as conn:
             return [_job_row(r._mapping) for r in conn.execute(query)]
 
     # ------------------------------------------------------------------ API keys
-    def create_api_key(
-        self, *, key_id: str, key_hash: str, prefix: str, user_id: int, admin: bool, name: str | None = None
-    ) -> None:
+    def create_api_key(self, **key: Unpack[NewApiKey]) -> None:
         """See :meth:`ApiKeyStore.create_api_key`."""
+        row: dict[str, Any] = {**key, "created_at": utcnow()}
+        row["is_admin"] = 1 if row.pop("admin") else 0
         with self._tx() as conn:
-            conn.execute(
-                insert(schema.api_keys).values(
-                    key_id=key_id,
-                    key_hash=key_hash,
-                    prefix=prefix,
-                    user_id=user_id,
-                    is_admin=1 if admin else 0,
-                    name=name,
-                    created_at=utcnow(),
-                )
-            )
+            conn.execute(insert(schema.api_keys).values(**row))
 
     def api_key_by_hash(self, key_hash: str) -> ApiKeyRow | None:
         """See :meth:`ApiKeyStore.api_key_by_hash`."""

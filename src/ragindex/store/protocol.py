@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, Unpack
 
 import numpy as np
 
+from ragindex.store.options import OwnerRelease, PendingFilter, RetryWindow, RunFilter, StagedRun
 from ragindex.store.records import (
     ChunkDiff,
     ChunkLayout,
@@ -70,14 +71,7 @@ class DocumentStore(Protocol):
         ...
 
     def stage_document(
-        self,
-        doc: NewDocument,
-        layout: ChunkLayout,
-        *,
-        job_id: str | None,
-        chunking_ms: float,
-        loading_ms: float | None = None,
-        parsed: Document | None = None,
+        self, doc: NewDocument, layout: ChunkLayout, **run: Unpack[StagedRun]
     ) -> tuple[int, int, ChunkDiff]:
         """Record a document version, its chunk and section diff and its run in one transaction.
 
@@ -156,15 +150,8 @@ class RunStore(Protocol):
         """Close a run as SUCCESS or FAILED (with the failed stage, where a resume starts)."""
         ...
 
-    def runs(
-        self,
-        *,
-        doc_id: int | None = None,
-        job_id: str | None = None,
-        status: str | None = None,
-        limit: int | None = None,
-    ) -> list[RunRow]:
-        """Pipeline runs, newest first (at most ``limit``)."""
+    def runs(self, **where: Unpack[RunFilter]) -> list[RunRow]:
+        """Pipeline runs (of a ``doc_id``, ``job_id`` or ``status``, when given), newest first (at most ``limit``)."""
         ...
 
     def latest_runs(self, status: str | None = None) -> list[RunRow]:
@@ -260,18 +247,7 @@ class ChunkStore(Protocol):
 class ClaimStore(Protocol):
     """The per-chunk, per-kind state machine: claims with tokens, their outcomes, stale claims, purges."""
 
-    def pending_chunks(
-        self,
-        kind: str,
-        *,
-        doc_ids: Sequence[int] | None = None,
-        chunk_ids: Sequence[str] | None = None,
-        user_id: int | None = None,
-        set_id: int | None = None,
-        statuses: Sequence[str] = CLAIMABLE,
-        max_attempts: int | None = None,
-        limit: int | None = None,
-    ) -> list[ChunkRow]:
+    def pending_chunks(self, kind: str, **where: Unpack[PendingFilter]) -> list[ChunkRow]:
         """ACTIVE chunks whose ``kind`` copy is in ``statuses``, in document order (bm25/sparse need dense SUCCESS)."""
         ...
 
@@ -344,11 +320,7 @@ class OwnerStore(Protocol):
         ...
 
     def release_owners(
-        self,
-        owner_ids: Sequence[str] | None = None,
-        *,
-        max_attempts: int | None = None,
-        everyone_else: bool = False,
+        self, owner_ids: Sequence[str] | None = None, **how: Unpack[OwnerRelease]
     ) -> dict[str, list[str]]:
         """Release the claims of gone owners (given, every lapsed one, or ``everyone_else``) with their rows.
 
@@ -404,14 +376,7 @@ class EmbeddingCacheStore(Protocol):
 class ReconcileStore(Protocol):
     """What the periodic reconciler reads and writes: due retries, open work, its single-actor lock, its totals."""
 
-    def due_retries(
-        self,
-        kinds: Sequence[str],
-        delays: Sequence[float],
-        *,
-        now: datetime | None = None,
-        limit: int | None = None,
-    ) -> list[str]:
+    def due_retries(self, kinds: Sequence[str], delays: Sequence[float], **window: Unpack[RetryWindow]) -> list[str]:
         """Ids of ACTIVE chunks with a ``kinds`` copy PENDING or FAILED whose wait is over, oldest change first.
 
         A row with ``a`` attempts waits ``delays[a]`` seconds after its last change (``delays[0]``: a PENDING row

@@ -29,6 +29,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy.dialects import mysql
+from sqlalchemy.schema import SchemaItem
 
 metadata = MetaData()
 
@@ -48,20 +49,34 @@ TABLE_OPTIONS: dict[str, Any] = {
     for option, value in (("charset", MYSQL_CHARSET), ("collate", MYSQL_COLLATION))
 }
 
-schema_migrations = Table(
+
+def table(name: str, meta: MetaData, *items: SchemaItem) -> Table:
+    """A table of ``meta`` with the options of every ragindex table (utf8mb4, binary collation on MySQL/MariaDB)."""
+    return Table(name, meta, *items, **TABLE_OPTIONS)
+
+
+def tenant() -> tuple[Column[Any], Column[Any]]:
+    """The ``user_id`` and ``set_id`` columns of a tenant's rows."""
+    return Column("user_id", BigInteger, nullable=False), Column("set_id", BigInteger, nullable=False)
+
+
+def stamps() -> tuple[Column[Any], Column[Any]]:
+    """The ``created_at`` and ``updated_at`` columns of a row that changes."""
+    return Column("created_at", Timestamp, nullable=False), Column("updated_at", Timestamp, nullable=False)
+
+
+schema_migrations = table(
     "schema_migrations",
     metadata,
     Column("name", String(128), primary_key=True),
     Column("applied_at", Timestamp, nullable=False),
-    **TABLE_OPTIONS,
 )
 
-documents = Table(
+documents = table(
     "documents",
     metadata,
     Column("doc_id", Id, primary_key=True, autoincrement=True),
-    Column("user_id", BigInteger, nullable=False),
-    Column("set_id", BigInteger, nullable=False),
+    *tenant(),
     Column("source_uri", Text, nullable=False),
     Column("source_key", String(64), nullable=False),
     Column("file_uri", Text, nullable=False),
@@ -77,22 +92,19 @@ documents = Table(
     Column("chunk_count", Integer, nullable=False, default=0),
     Column("chunking_fingerprint", String(64), nullable=False, default="", server_default=""),  # m005
     Column("metadata", JSON),
-    Column("created_at", Timestamp, nullable=False),
-    Column("updated_at", Timestamp, nullable=False),
+    *stamps(),
     UniqueConstraint("user_id", "set_id", "source_key", name="uq_documents_source"),
     Index("ix_documents_file", "user_id", "set_id", "file_key"),
     Index("ix_documents_tenant", "user_id", "set_id", "lifecycle_status"),
     Index("ix_documents_pages", "user_id", "doc_id"),  # m008: a tenant's documents in doc_id order, page by page
-    **TABLE_OPTIONS,
 )
 
-chunks = Table(
+chunks = table(
     "chunks",
     metadata,
     Column("chunk_id", String(36), primary_key=True),
     Column("doc_id", BigInteger, nullable=False),
-    Column("user_id", BigInteger, nullable=False),
-    Column("set_id", BigInteger, nullable=False),
+    *tenant(),
     Column("bucket_id", Integer, nullable=False),
     Column("chunk_index", Integer, nullable=False),
     Column("chunk_type", String(32), nullable=False),
@@ -118,8 +130,7 @@ chunks = Table(
     Column("bm25_claim", String(32)),
     Column("sparse_claim", String(32)),
     Column("purged_at", Timestamp),
-    Column("created_at", Timestamp, nullable=False),
-    Column("updated_at", Timestamp, nullable=False),
+    *stamps(),
     Index("ix_chunks_doc", "doc_id", "lifecycle_status"),
     Index("ix_chunks_section", "section_id"),
     Index("ix_chunks_tenant", "user_id", "set_id"),
@@ -131,10 +142,9 @@ chunks = Table(
     # lifecycle_status must not lead: SQLite's planner then used it for every `lifecycle_status = ?` read (a
     # backfill by chunk_id, a section's chunks) and scanned all ACTIVE rows: 100-300 ms a search at 100k chunks.
     Index("ix_chunks_purge_scan", "purged_at", "lifecycle_status"),
-    **TABLE_OPTIONS,
 )
 
-pipeline_runs = Table(
+pipeline_runs = table(
     "pipeline_runs",
     metadata,
     Column("run_id", Id, primary_key=True, autoincrement=True),
@@ -162,10 +172,9 @@ pipeline_runs = Table(
     Index("ix_runs_doc", "doc_id"),
     Index("ix_runs_job", "job_id"),
     Index("ix_runs_status", "status"),
-    **TABLE_OPTIONS,
 )
 
-embedding_cache = Table(
+embedding_cache = table(
     "embedding_cache",
     metadata,
     Column("model_key", String(255), primary_key=True),
@@ -173,10 +182,9 @@ embedding_cache = Table(
     Column("dim", Integer, nullable=False),
     Column("vector", LongBlob, nullable=False),
     Column("created_at", Timestamp, nullable=False),
-    **TABLE_OPTIONS,
 )
 
-index_meta = Table(
+index_meta = table(
     "index_meta",
     metadata,
     Column("collection", String(128), primary_key=True),
@@ -187,14 +195,12 @@ index_meta = Table(
     Column("sparse_model", String(512)),
     Column("bm25_config", JSON),
     Column("chunker_config", JSON),
-    Column("created_at", Timestamp, nullable=False),
-    Column("updated_at", Timestamp, nullable=False),
-    **TABLE_OPTIONS,
+    *stamps(),
 )
 
 # m009: the reconciler's running totals (read by every process's /metrics) and, on SQLite, its single-actor lease
 # (MySQL/MariaDB and PostgreSQL use advisory locks, which the server drops with a dead holder's session)
-reconciler = Table(
+reconciler = table(
     "reconciler",
     metadata,
     Column("name", String(64), primary_key=True),
@@ -209,11 +215,10 @@ reconciler = Table(
     Column("last_pass_at", Timestamp),
     Column("last_pass_ms", Float),
     Column("last_owner", String(255)),
-    **TABLE_OPTIONS,
 )
 
 # m006: one row per process that claims chunks; a claim token starts with its owner's id
-claim_owners = Table(
+claim_owners = table(
     "claim_owners",
     metadata,
     Column("owner_id", String(16), primary_key=True),
@@ -226,13 +231,12 @@ claim_owners = Table(
     Column("heartbeat_at", Timestamp, nullable=False),
     Column("lease_until", Timestamp, nullable=False),
     Index("ix_claim_owners_lease", "lease_until"),
-    **TABLE_OPTIONS,
 )
 
 # m010: the parsed artifact of each document's current version (the markdown its chunks were cut from). The
 # header row is small; the text, the blocks and the page starts are kept in parts of bounded size (see
 # ragindex.store.sql.parsed), so that no statement outgrows a server's packet limit (MariaDB's default is 16 MiB).
-parsed_documents = Table(
+parsed_documents = table(
     "parsed_documents",
     metadata,
     Column("doc_id", BigInteger, primary_key=True),
@@ -243,23 +247,21 @@ parsed_documents = Table(
     Column("block_count", Integer, nullable=False),
     Column("metadata", JSON),  # title, parse warnings
     Column("created_at", Timestamp, nullable=False),
-    **TABLE_OPTIONS,
 )
 
-parsed_parts = Table(
+parsed_parts = table(
     "parsed_parts",
     metadata,
     Column("doc_id", BigInteger, primary_key=True),
     Column("field", String(16), primary_key=True),  # text | blocks | pages (the last two: compact JSON arrays)
     Column("seq", Integer, primary_key=True),
     Column("body", LongText, nullable=False),
-    **TABLE_OPTIONS,
 )
 
 # m012: the score-drift watch's windows: per (source, model fingerprint) and window, the histograms of the top-1 and
 # top-10 scores of at least ``drift_window_queries`` searches, with their quantiles (see ragindex.retrieval.drift).
 # Bounded: the reference window and the last ``drift_keep_windows`` windows of each key are kept.
-score_stats = Table(
+score_stats = table(
     "score_stats",
     metadata,
     Column("stats_key", String(64), primary_key=True),  # sha256 of source and fingerprint (MySQL key length)
@@ -280,5 +282,4 @@ score_stats = Table(
     Column("started_at", Timestamp, nullable=False),
     Column("updated_at", Timestamp, nullable=False),
     Column("closed_at", Timestamp),
-    **TABLE_OPTIONS,
 )

@@ -9,13 +9,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, Unpack
 
 from sqlalchemy import Connection, and_, case, func, or_, select, true, update
 
 from ragindex.clock import utcnow
 from ragindex.errors import ValidationError
 from ragindex.store import schema
+from ragindex.store.options import PendingFilter
 from ragindex.store.records import ChunkRow, Claim
 from ragindex.store.sql.core import (
     CH,
@@ -37,30 +38,19 @@ from ragindex.types import VectorKind
 class SqlClaims(SqlCore):
     """The claims role (:class:`~ragindex.store.protocol.ClaimStore`)."""
 
-    def pending_chunks(
-        self,
-        kind: str,
-        *,
-        doc_ids: Sequence[int] | None = None,
-        chunk_ids: Sequence[str] | None = None,
-        user_id: int | None = None,
-        set_id: int | None = None,
-        statuses: Sequence[str] = CLAIMABLE,
-        max_attempts: int | None = None,
-        limit: int | None = None,
-    ) -> list[ChunkRow]:
+    def pending_chunks(self, kind: str, **where: Unpack[PendingFilter]) -> list[ChunkRow]:
         """ACTIVE chunks whose ``kind`` copy is in ``statuses`` (PENDING/FAILED), in document order.
 
         bm25 and sparse copies live on the dense point, so they are only offered once dense is SUCCESS.
         """
-        cond = _claimable(kind, statuses, max_attempts)
-        if doc_ids is not None:
+        cond = _claimable(kind, where.get("statuses", CLAIMABLE), where.get("max_attempts"))
+        if (doc_ids := where.get("doc_ids")) is not None:
             cond.append(CH.doc_id.in_(list(doc_ids)))
-        if chunk_ids is not None:
+        if (chunk_ids := where.get("chunk_ids")) is not None:
             cond.append(CH.chunk_id.in_(list(chunk_ids)))
-        cond += given((CH.user_id, user_id), (CH.set_id, set_id))
+        cond += given((CH.user_id, where.get("user_id")), (CH.set_id, where.get("set_id")))
         query = select(schema.chunks).where(*cond).order_by(CH.doc_id, CH.chunk_index)
-        if limit is not None:
+        if (limit := where.get("limit")) is not None:
             query = query.limit(limit)
         with self._tx() as conn:
             return [chunk_row(r._mapping) for r in conn.execute(query)]

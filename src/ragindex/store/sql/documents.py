@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 
 from sqlalchemy import Connection, insert, select, update
 
@@ -12,6 +12,7 @@ from ragindex.clock import utcnow
 from ragindex.errors import NotFoundError
 from ragindex.hashing import sha256_text
 from ragindex.store import schema
+from ragindex.store.options import StagedRun
 from ragindex.store.records import ChunkDiff, ChunkLayout, DocumentFilter, DocumentRow, NewDocument
 from ragindex.store.sql.chunks import replace_chunk_rows
 from ragindex.store.sql.core import CH, DOC, RUN, SqlCore, clip_error, given, new_id
@@ -101,14 +102,7 @@ class SqlDocuments(SqlCore):
             return _upsert_document(conn, doc, _document_values(doc, status, now), now)[0]
 
     def stage_document(
-        self,
-        doc: NewDocument,
-        layout: ChunkLayout,
-        *,
-        job_id: str | None,
-        chunking_ms: float,
-        loading_ms: float | None = None,
-        parsed: Document | None = None,
+        self, doc: NewDocument, layout: ChunkLayout, **run: Unpack[StagedRun]
     ) -> tuple[int, int, ChunkDiff]:
         """Record a document version, its chunks (diffed by content hash) and its run, in ONE transaction.
 
@@ -121,18 +115,20 @@ class SqlDocuments(SqlCore):
         with self._tx() as conn:
             doc_id, created = _upsert_document(conn, doc, _document_values(doc, RunStatus.PROCESSING, now), now)
             diff = replace_chunk_rows(conn, doc_id, doc, layout, now)
-            if parsed is not None:
+            if (parsed := run.get("parsed")) is not None:
                 # a new doc_id has no artifact to replace: two statements instead of four on the hot path
                 write_parsed(conn, doc_id, content_hash=doc.content_hash, parsed=parsed, now=now, replace=not created)
-            run_id = insert_run(conn, doc_id, job_id=job_id, enabled=set(layout.kinds), now=now, owner_id=self.owner_id)
+            run_id = insert_run(
+                conn, doc_id, job_id=run["job_id"], enabled=set(layout.kinds), now=now, owner_id=self.owner_id
+            )
             conn.execute(
                 update(schema.pipeline_runs)
                 .where(RUN.run_id == run_id)
                 .values(
                     loading_status=RunStatus.SUCCESS,
-                    loading_ms=loading_ms,
+                    loading_ms=run.get("loading_ms"),
                     chunking_status=RunStatus.SUCCESS,
-                    chunking_ms=chunking_ms,
+                    chunking_ms=run["chunking_ms"],
                     chunk_count=len(layout.drafts),
                 )
             )

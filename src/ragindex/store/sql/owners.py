@@ -12,12 +12,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, Unpack
 
 from sqlalchemy import Connection, delete, func, insert, select, true, update
 
 from ragindex.clock import utcnow
 from ragindex.store import schema
+from ragindex.store.options import OwnerRelease
 from ragindex.store.records import Claim, NewOwner, OwnerRow
 from ragindex.store.sql.claims import SqlClaims, claim_owner, released_values
 from ragindex.store.sql.core import CH, KINDS, OWN, OWNER_ID_CHARS, batches, claim_col, status_col
@@ -109,11 +110,7 @@ class SqlOwners(SqlClaims):
         return out
 
     def release_owners(
-        self,
-        owner_ids: Sequence[str] | None = None,
-        *,
-        max_attempts: int | None = None,
-        everyone_else: bool = False,
+        self, owner_ids: Sequence[str] | None = None, **how: Unpack[OwnerRelease]
     ) -> dict[str, list[str]]:
         """Release the claims of gone owners and delete their rows, in one transaction; return the ids per kind.
 
@@ -125,6 +122,7 @@ class SqlOwners(SqlClaims):
             everyone_else: Every claim but this store's owner's, with or without an owner row (the caller
                 holds the embedded index lock, which every claimer takes first).
         """
+        everyone_else = how.get("everyone_else", False)
         if owner_ids is not None and not owner_ids and not everyone_else:
             return {str(kind): [] for kind in KINDS}
         with self._claim_tx() as conn:
@@ -145,7 +143,7 @@ class SqlOwners(SqlClaims):
                     conn,
                     kind,
                     _not_mine(kind, self.owner_id) if everyone_else else claim_owner(kind).in_(gone),
-                    released_values(kind, max_attempts, f"{kind} claim released: its owner is gone"),
+                    released_values(kind, how.get("max_attempts"), f"{kind} claim released: its owner is gone"),
                 )
                 for kind in KINDS
             }

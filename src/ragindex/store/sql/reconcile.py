@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Unpack
 
 from sqlalchemy import Connection, and_, func, or_, select, text, update
 from sqlalchemy.exc import SQLAlchemyError
@@ -25,6 +25,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from ragindex.clock import utcnow
 from ragindex.errors import StoreError, ValidationError
 from ragindex.store import schema
+from ragindex.store.options import RetryWindow
 from ragindex.store.records import ReconcileTotals, UnitTally
 from ragindex.store.sql.core import CH, KINDS, SqlCore, batches, insert_ignoring_duplicates, status_col
 from ragindex.store.states import IndexStatus, Lifecycle
@@ -40,14 +41,7 @@ _OPEN = (IndexStatus.PENDING, IndexStatus.INDEXING)
 class SqlReconcile(SqlCore):
     """The reconciler's role (:class:`~ragindex.store.protocol.ReconcileStore`)."""
 
-    def due_retries(
-        self,
-        kinds: Sequence[str],
-        delays: Sequence[float],
-        *,
-        now: datetime | None = None,
-        limit: int | None = None,
-    ) -> list[str]:
+    def due_retries(self, kinds: Sequence[str], delays: Sequence[float], **window: Unpack[RetryWindow]) -> list[str]:
         """Ids of ACTIVE chunks with a ``kinds`` copy PENDING or FAILED whose wait is over, oldest change first.
 
         One query per kind (each uses that kind's status index); the wait is one ``attempts = a AND updated_at <=
@@ -55,7 +49,8 @@ class SqlReconcile(SqlCore):
         """
         if not delays:
             raise ValidationError("delays", "give at least the wait of a row that never failed")
-        clock = now or utcnow()
+        clock = window.get("now") or utcnow()
+        limit = window.get("limit")
         waited = or_(
             *(
                 and_(CH.attempts == attempts, CH.updated_at <= clock - timedelta(seconds=delay))

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 
 from sqlalchemy import Connection, bindparam, func, insert, select, update
 
 from ragindex.clock import utcnow
 from ragindex.store import schema
+from ragindex.store.options import RunFilter
 from ragindex.store.records import RunRow
 from ragindex.store.sql.core import CH, DOC, RUN, SqlCore, batches, clip_error, given, new_id, status_col
 from ragindex.store.sql.rows import run_row
@@ -97,16 +98,12 @@ class SqlRuns(SqlCore):
         with self._tx() as conn:
             conn.execute(update(schema.pipeline_runs).where(RUN.run_id == run_id).values(**values))
 
-    def runs(
-        self,
-        *,
-        doc_id: int | None = None,
-        job_id: str | None = None,
-        status: str | None = None,
-        limit: int | None = None,
-    ) -> list[RunRow]:
-        """Pipeline runs, newest first (at most ``limit``)."""
-        cond = given((RUN.doc_id, doc_id), (RUN.job_id, job_id), (RUN.status, status))
+    def runs(self, **where: Unpack[RunFilter]) -> list[RunRow]:
+        """Pipeline runs (of a ``doc_id``, ``job_id`` or ``status``, when given), newest first (at most ``limit``)."""
+        cond = given(
+            (RUN.doc_id, where.get("doc_id")), (RUN.job_id, where.get("job_id")), (RUN.status, where.get("status"))
+        )
+        limit = where.get("limit")
         with self._tx() as conn:
             query = select(schema.pipeline_runs).where(*cond).order_by(RUN.run_id.desc())
             rows = conn.execute(query if limit is None else query.limit(limit)).all()

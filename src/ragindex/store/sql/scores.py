@@ -22,6 +22,7 @@ from ragindex.sketch import ScoreSketch
 from ragindex.store import schema
 from ragindex.store.records import ScoreBatch, ScoreWindow
 from ragindex.store.sql.core import SqlCore, given
+from ragindex.store.sql.rows import record
 from ragindex.store.states import WindowState
 
 S = schema.score_stats.c
@@ -161,16 +162,5 @@ def _quantile_columns(metric: str, sketch: ScoreSketch) -> dict[str, float | Non
 
 
 def _window(m: Mapping[Any, Any]) -> ScoreWindow:
-    return ScoreWindow(
-        source=str(m["source"]),
-        fingerprint=str(m["fingerprint"]),
-        window_no=int(m["window_no"]),
-        state=str(m["state"]),
-        is_reference=bool(m["is_reference"]),
-        queries=int(m["queries"]),
-        top1=ScoreSketch.from_dict(m["top1"]),
-        top10=ScoreSketch.from_dict(m["top10"]),
-        started_at=m["started_at"],
-        updated_at=m["updated_at"],
-        closed_at=m["closed_at"],
-    )
+    sketches = {metric: ScoreSketch.from_dict(m[metric]) for metric in ("top1", "top10")}
+    return record(ScoreWindow, m, is_reference=bool(m["is_reference"]), **sketches)
