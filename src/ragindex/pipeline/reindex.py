@@ -44,6 +44,7 @@ from ragindex.index.protocol import DensePoint, SparsePoint, VectorIndex
 from ragindex.pipeline.indexer import check_stop
 from ragindex.pipeline.samples import SAMPLE, Sampled
 from ragindex.pipeline.stopping import StopFlag
+from ragindex.results import json_fields
 from ragindex.store.protocol import TruthStore
 from ragindex.store.records import ChunkRow, IndexMeta, point_owner
 from ragindex.store.states import CollectionState, IndexStatus, Lifecycle
@@ -88,10 +89,7 @@ class ConvergeStats(Sampled):
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
         return {
-            "missing": self.missing,
-            "orphans": self.orphans,
-            "copied": self.copied,
-            "orphans_deleted": self.orphans_deleted,
+            **json_fields(self, omit=("samples", "kinds")),
             "failed": len(self.failed),
             "failed_ids": sorted(self.failed)[:SAMPLE],
             "samples": self.kept_samples(),

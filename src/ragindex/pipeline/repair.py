@@ -38,7 +38,7 @@ from ragindex.pipeline.lease import ProcessOwner
 from ragindex.pipeline.manage import purge_rows
 from ragindex.pipeline.reindex import CollectionBuilder
 from ragindex.pipeline.samples import SAMPLE, Sampled
-from ragindex.results import ReindexResult
+from ragindex.results import ReindexResult, json_fields
 from ragindex.store.protocol import TruthStore
 from ragindex.store.records import IndexMeta
 from ragindex.store.states import IndexStatus, Lifecycle
@@ -117,28 +117,17 @@ class RepairReport(Sampled):
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON printed by ``ragindex repair --json``."""
+        counts = json_fields(
+            self,
+            omit=("samples", "dry_run", "collection", "kinds", "notes", "duration_ms"),
+            rename={"stale": "stale_indexing", "unpurged": "removed_unpurged"},
+        )
         return {
             "ok": self.ok,
             "dry_run": self.dry_run,
             "collection": self.collection,
             "found": self.found,
-            "stale_indexing": self.stale,
-            "pending": self.pending,
-            "failed_retried": self.failed_retried,
-            "failed_exhausted": self.failed_exhausted,
-            "missing": self.missing,
-            "orphans": self.orphans,
-            "removed_unpurged": self.unpurged,
-            "stuck_runs": self.stuck_runs,
-            "recovered_documents": self.recovered_documents,
-            "purged": self.purged,
-            "purge_failed": self.purge_failed,
-            "indexed": self.indexed,
-            "index_failed": self.index_failed,
-            "building": self.building,
-            "released_owners": self.released_owners,
-            "live_claims": self.live_claims,
-            "unfinished": self.unfinished,
+            **counts,
             "samples": self.kept_samples(),
             "notes": self.notes,
             "duration_ms": round(self.duration_ms, 1),
