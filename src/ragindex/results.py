@@ -7,12 +7,15 @@ read-only views and sequences are tuples; ``to_dict()`` gives fresh plain ``dict
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, fields
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragindex.store.states import IndexStatus
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = [
     "ChunkUpdate",
@@ -33,6 +36,31 @@ def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
 def _plain(mapping: Mapping[str, Any]) -> dict[str, Any]:
     """A plain ``dict`` copy of a (read-only) mapping, nested mappings too."""
     return {k: _plain(v) if isinstance(v, Mapping) else v for k, v in mapping.items()}
+
+
+def json_fields(
+    obj: DataclassInstance, *, omit: Collection[str] = (), rename: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The fields of a result or report dataclass as a JSON object, in field order.
+
+    Mappings become plain ``dict`` copies (nested ones too) and tuples become lists; other values are kept as
+    they are. A ``to_dict()`` adds or replaces the keys whose JSON differs: replacing a key keeps its place.
+
+    Args:
+        obj: The dataclass instance.
+        omit: Fields left out.
+        rename: Field name -> its key in the JSON (the other fields keep their names).
+    """
+    keys = rename or {}
+    return {keys.get(f.name, f.name): _json_value(getattr(obj, f.name)) for f in fields(obj) if f.name not in omit}
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return _plain(value)
+    if isinstance(value, tuple):
+        return list(value)
+    return value
 
 
 def _freeze_fields(obj: object, *names: str) -> None:
@@ -69,12 +97,7 @@ class SetStatus:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (an entry of ``status``'s ``sets``)."""
-        return {
-            "user_id": self.user_id,
-            "set_id": self.set_id,
-            "documents": _plain(self.documents),
-            "chunks": _plain(self.chunks),
-        }
+        return json_fields(self)
 
 
 @dataclass(frozen=True)
@@ -93,7 +116,7 @@ class CollectionStatus:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (an entry of ``status``'s ``collections``)."""
-        return {"collection": self.collection, "state": self.state, "dense": self.dense}
+        return json_fields(self)
 
 
 @dataclass(frozen=True)
@@ -159,17 +182,7 @@ class ChunkUpdate:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON printed by ``ragindex update-chunk --json`` and answered by ``PATCH /v1/chunks/{id}``."""
-        return {
-            "chunk_id": self.chunk_id,
-            "content_changed": self.content_changed,
-            "reembedded": self.reembedded,
-            "metadata_updated": self.metadata_updated,
-            "statuses": dict(self.statuses),
-            "embedded": self.embedded,
-            "reused": self.reused,
-            "failed": dict(self.failed),
-            "ok": self.ok,
-        }
+        return {**json_fields(self), "ok": self.ok}
 
 
 @dataclass(frozen=True)
@@ -206,15 +219,7 @@ class DeleteResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON printed by ``ragindex delete --json`` and answered by the HTTP deletes."""
-        return {
-            "removed": self.removed,
-            "purged": self.purged,
-            "purge_failed": self.purge_failed,
-            "doc_ids": list(self.doc_ids),
-            "chunk_ids": list(self.chunk_ids),
-            "errors": list(self.errors),
-            "next_action": self.next_action,
-        }
+        return json_fields(self)
 
 
 # ---------------------------------------------------------------------------------------------------- reindex, repair
@@ -253,16 +258,7 @@ class ReindexResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON printed by ``ragindex reindex --failed/--chunk-id --json``."""
-        return {
-            "chunks": self.chunks,
-            "chunk_ids": list(self.chunk_ids),
-            "indexed": dict(self.indexed),
-            "failed": dict(self.failed),
-            "failed_ids": list(self.failed_ids),
-            "errors": list(self.errors),
-            "embedded": self.embedded,
-            "reused": self.reused,
-        }
+        return json_fields(self)
 
 
 @dataclass(frozen=True)
@@ -287,9 +283,5 @@ class StaleRelease:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (``indexed`` and ``failed`` only when the released chunks were indexed)."""
-        out: dict[str, Any] = {"released": dict(self.released), "chunk_ids": list(self.chunk_ids)}
-        if self.indexed is not None:
-            out["indexed"] = dict(self.indexed)
-        if self.failed is not None:
-            out["failed"] = dict(self.failed)
-        return out
+        unset = [name for name in ("indexed", "failed") if getattr(self, name) is None]
+        return json_fields(self, omit=unset)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragindex.errors import ConfigurationError, InputError, Interrupted, MassDeleteError, RagindexError
+from ragindex.results import json_fields
 
 if TYPE_CHECKING:
     from ragindex.engine import Engine
@@ -56,33 +57,28 @@ class Change:
             ``skipped`` (empty, or no text), ``failed`` (the file's error) or ``refused`` (the mass-deletion
             guard kept the documents).
         path: The file (the folder, for ``refused``).
+        source: The path a ``moved`` file came from.
         chunks: The file's chunks now (None for a removal).
         embedded: Vectors the encoder computed for the batch this change was synced in.
         latency_s: Seconds from the first event of the change to the end of its sync (it is searchable then).
-        source: The path a ``moved`` file came from.
         error: Why it failed or was refused.
         at: Wall-clock time of the end of the sync.
     """
 
     action: str
     path: str
+    source: str | None = None
     chunks: int | None = None
     embedded: int | None = None
     latency_s: float = 0.0
-    source: str | None = None
     error: str | None = None
     at: float = field(default_factory=time.time)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON line of ``ragindex watch --json``."""
         return {
-            "event": self.action,
-            "path": self.path,
-            "source": self.source,
-            "chunks": self.chunks,
-            "embedded": self.embedded,
+            **json_fields(self, rename={"action": "event", "latency_s": "latency_ms", "at": "time"}),
             "latency_ms": round(self.latency_s * 1000, 1),
-            "error": self.error,
             "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(self.at)),
         }
 

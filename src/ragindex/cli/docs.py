@@ -142,14 +142,9 @@ def document_view(detail: DocumentDetail) -> Group:
     rows: list[tuple[str, object]] = [
         ("doc_id", doc["doc_id"]),
         ("user / set", f"{doc['user_id']} / {doc['set_id']}"),
-        ("filename", doc["filename"]),
-        ("source", doc["source"]),
-        ("status", doc["status"]),
-        ("error", doc["error"]),
-        ("parser", doc["parser"]),
+        *((key, doc[key]) for key in ("filename", "source", "status", "error", "parser")),
         ("size", f"{doc['size']} bytes"),
-        ("file hash", doc["file_hash"]),
-        ("content hash", doc["content_hash"]),
+        *((key.replace("_", " "), doc[key]) for key in ("file_hash", "content_hash")),
         ("chunks", doc["chunk_count"]),
         ("updated", doc["updated_at"]),
     ]

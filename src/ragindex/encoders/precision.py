@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
+from typing import Protocol
 
 _NATIVE_BF16_FLAGS = ("amx_bf16", "avx512_bf16")
 BF16_WEIGHTS = "bfloat16-weights"
@@ -37,3 +38,20 @@ def resolve_precision(setting: str, device: str = "cpu") -> str:
     if device.startswith("cuda"):
         return "bfloat16"
     return BF16_WEIGHTS if device == "cpu" and cpu_has_native_bf16() else "float32"
+
+
+class _Identified(Protocol):
+    @property
+    def fingerprint(self) -> str: ...
+
+    @property
+    def precision(self) -> str: ...
+
+
+class PrecisionCacheKey:
+    """Base of the dense encoders whose embedding-cache key is their fingerprint plus their ``precision``."""
+
+    @property
+    def cache_key(self: _Identified) -> str:
+        """Fingerprint plus precision: vectors of another precision (``bfloat16``, ``remote``) never share entries."""
+        return f"{self.fingerprint}|{self.precision}"

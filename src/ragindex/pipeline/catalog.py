@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 
 from ragindex.encoders.protocol import DenseEncoder, SparseEncoder
 from ragindex.errors import FingerprintMismatchError
@@ -24,6 +24,7 @@ from ragindex.types import VectorKind
 log = logging.getLogger(__name__)
 
 
+@dataclass(eq=False)
 class CollectionCatalog:
     """The ACTIVE collection of a deployment and its fingerprint checks.
 
@@ -35,21 +36,14 @@ class CollectionCatalog:
         sparse: The sparse encoders by kind.
     """
 
-    def __init__(
-        self,
-        store: CollectionStore,
-        *,
-        prefix: str,
-        backend: str,
-        dense: Callable[[], DenseEncoder],
-        sparse: Mapping[str, SparseEncoder],
-    ) -> None:
-        self.store = store
-        self.prefix = prefix
-        self.backend = backend
-        self._dense = dense
-        self.sparse = sparse
-        self._unadopted: set[str] = set()  # collections reported as not having adopted the sparse provider
+    store: CollectionStore
+    _: KW_ONLY
+    prefix: str
+    backend: str
+    dense: Callable[[], DenseEncoder]
+    sparse: Mapping[str, SparseEncoder]
+    _unadopted: set[str] = field(default_factory=set, init=False, repr=False)
+    """Collections reported as not having adopted the sparse provider."""
 
     def read(self) -> str | None:
         """The collection searches read (the ACTIVE one), checked against the configured models; None if empty.
@@ -80,7 +74,7 @@ class CollectionCatalog:
 
     def meta_for(self, collection: str, *, state: str, dense: DenseEncoder | None = None) -> IndexMeta:
         """The metadata that records what builds ``collection``: the dense fingerprint and the sparse configs."""
-        encoder = dense or self._dense()
+        encoder = dense or self.dense()
         bm25 = self.sparse.get(VectorKind.BM25)
         return IndexMeta(
             collection=collection,
@@ -138,7 +132,7 @@ class CollectionCatalog:
 
         ``adopt``: record a newly configured sparse provider in the collection's metadata (write paths only).
         """
-        fingerprint = self._dense().fingerprint
+        fingerprint = self.dense().fingerprint
         if meta.dense_fingerprint != fingerprint:
             raise FingerprintMismatchError(
                 f"collection {meta.collection!r} was built with {meta.dense_fingerprint!r} but the configured dense "

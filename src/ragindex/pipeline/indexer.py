@@ -14,7 +14,8 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
+from typing import TypeVar
 
 from ragindex.encoders.cached import CachedDenseEncoder
 from ragindex.encoders.protocol import SparseEncoder
@@ -31,6 +32,7 @@ from ragindex.types import SparseVector, VectorKind
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str, int], None]
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -46,6 +48,7 @@ class StageResult:
     time_by_doc_ms: dict[int, float] = field(default_factory=dict)
 
 
+@dataclass(eq=False)
 class Indexer:
     """Runs the dense stage and the sparse stages (bm25, learned sparse) over truth-store chunks.
 
@@ -60,32 +63,21 @@ class Indexer:
         stop: Set by a signal handler (or a cancelled call): the run stops at the next batch boundary.
     """
 
-    def __init__(
-        self,
-        store: TruthStore,
-        index: VectorIndex,
-        collection: str,
-        dense: Callable[[], CachedDenseEncoder],
-        sparse: dict[str, SparseEncoder],
-        *,
-        batch_size: int = 64,
-        lease: Lease | None = None,
-        stop: StopFlag | None = None,
-    ) -> None:
-        self.store = store
-        self.lease = lease
-        self.stop = stop
-        self.index = index
-        self.collection = collection
-        self._dense_factory = dense
-        self.sparse = sparse
-        self.batch_size = batch_size
-        self._dense: CachedDenseEncoder | None = None
-        self._dim: int | None = None
+    store: TruthStore
+    index: VectorIndex
+    collection: str
+    dense: Callable[[], CachedDenseEncoder]
+    sparse: dict[str, SparseEncoder]
+    _: KW_ONLY
+    batch_size: int = 64
+    lease: Lease | None = None
+    stop: StopFlag | None = None
+    _dense: CachedDenseEncoder | None = field(default=None, init=False, repr=False)
+    _dim: int | None = field(default=None, init=False, repr=False)
 
     def _encoder(self) -> CachedDenseEncoder:
         if self._dense is None:
-            self._dense = self._dense_factory()
+            self._dense = self.dense()
         return self._dense
 
     def dense_counts(self) -> tuple[int, int]:
@@ -137,18 +129,15 @@ class Indexer:
             return
         # index the content as of the claim: an edit between the caller's read and the claim is not lost
         batch = self.store.get_chunks([r.chunk_id for r in batch])
-        try:
+
+        def write() -> list[ChunkRow]:
             faults.hit(f"{kind}.after_claim")
             if kind == VectorKind.DENSE:
-                written = self._write_dense(claim, batch)
-            else:
-                written = self._write_sparse(claim, kind, batch)
-        except RagindexError as exc:
-            self._fail(claim, batch, result, exc)
-            return
-        except Exception as exc:  # an encoder or client bug must not stop the other batches
-            log.exception("%s batch failed unexpectedly", kind)
-            self._fail(claim, batch, result, exc)
+                return self._write_dense(claim, batch)
+            return self._write_sparse(claim, kind, batch)
+
+        written = write_or_fail(kind, write, lambda exc: self._fail(claim, batch, result, exc))
+        if written is None:
             return
         if len(written) != len(batch):
             kept = {r.chunk_id for r in written}
@@ -273,6 +262,24 @@ class Indexer:
                 log.warning("purging %d index copies failed (repair will retry): %s", len(ids), exc)
                 failed.update(dict.fromkeys(ids, str(exc)))
         return purged, failed
+
+
+def write_or_fail(what: str, write: Callable[[], _T], fail: Callable[[Exception], None]) -> _T | None:
+    """Run one batch's index write; a failure goes to ``fail`` (and None is returned), so the other batches go on.
+
+    Args:
+        what: Names the batch in the log of an unexpected error (one that is not a :class:`RagindexError`).
+        write: The write; returns what it wrote.
+        fail: Records the failure of the batch.
+    """
+    try:
+        return write()
+    except RagindexError as exc:
+        fail(exc)
+    except Exception as exc:  # an encoder or client bug must not stop the other batches
+        log.exception("%s batch failed unexpectedly", what)
+        fail(exc)
+    return None
 
 
 def check_stop(stop: StopFlag | None) -> None:

@@ -33,17 +33,19 @@ import logging
 import re
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import KW_ONLY, asdict, dataclass, field
+from functools import partial
+from typing import Any, Protocol
 
 from ragindex.clock import utcnow
 from ragindex.encoders.cached import CachedDenseEncoder
 from ragindex.encoders.protocol import SparseEncoder
 from ragindex.errors import IntegrityError, RagindexError, ValidationError
 from ragindex.index.protocol import DensePoint, SparsePoint, VectorIndex
-from ragindex.pipeline.indexer import check_stop
+from ragindex.pipeline.indexer import check_stop, write_or_fail
 from ragindex.pipeline.samples import SAMPLE, Sampled
 from ragindex.pipeline.stopping import StopFlag
+from ragindex.results import json_fields
 from ragindex.store.protocol import TruthStore
 from ragindex.store.records import ChunkRow, IndexMeta, point_owner
 from ragindex.store.states import CollectionState, IndexStatus, Lifecycle
@@ -62,6 +64,24 @@ def validate_collection_name(name: str) -> None:
         raise ValidationError(
             "collection", f"{name!r} is not a valid collection name (pattern {COLLECTION_NAME.pattern})"
         )
+
+
+class FoundCounts(Protocol):
+    """A report that counts (and samples) orphan points and missing copies by kind: repair's, a build pass's."""
+
+    orphans: int
+    missing: dict[str, int]
+
+    def sample(self, key: str, ids: Sequence[str]) -> None: ...  # noqa: D102
+
+
+def count_found(report: FoundCounts, orphans: Sequence[str], missing: Mapping[str, Sequence[str]]) -> None:
+    """Count and sample what the scan of one bucket found: orphan points, and the missing copies by kind."""
+    report.orphans += len(orphans)
+    report.sample("orphans", orphans)
+    for kind, ids in missing.items():
+        report.missing[kind] += len(ids)
+        report.sample(f"missing_{kind}", ids)
 
 
 @dataclass
@@ -88,16 +108,14 @@ class ConvergeStats(Sampled):
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
         return {
-            "missing": self.missing,
-            "orphans": self.orphans,
-            "copied": self.copied,
-            "orphans_deleted": self.orphans_deleted,
+            **json_fields(self, omit=("samples", "kinds")),
             "failed": len(self.failed),
             "failed_ids": sorted(self.failed)[:SAMPLE],
             "samples": self.kept_samples(),
         }
 
 
+@dataclass(eq=False)
 class CollectionBuilder:
     """Writes index copies of ACTIVE chunks into one collection without touching the chunk status columns.
 
@@ -114,28 +132,19 @@ class CollectionBuilder:
             stays BUILDING, for the next ``reindex --into`` or ``repair`` to resume.
     """
 
-    def __init__(
-        self,
-        store: TruthStore,
-        index: VectorIndex,
-        collection: str,
-        dense: CachedDenseEncoder,
-        sparse: Mapping[str, SparseEncoder],
-        *,
-        bucket_count: int,
-        batch_size: int = 64,
-        progress: BuildProgress | None = None,
-        stop: StopFlag | None = None,
-    ) -> None:
-        self.store = store
-        self.stop = stop
-        self.index = index
-        self.collection = collection
-        self.dense = dense
-        self.sparse = dict(sparse)
-        self.bucket_count = bucket_count
-        self.batch_size = batch_size
-        self.progress = progress
+    store: TruthStore
+    index: VectorIndex
+    collection: str
+    dense: CachedDenseEncoder
+    sparse: Mapping[str, SparseEncoder]
+    _: KW_ONLY
+    bucket_count: int
+    batch_size: int = 64
+    progress: BuildProgress | None = None
+    stop: StopFlag | None = None
+
+    def __post_init__(self) -> None:
+        self.sparse = dict(self.sparse)
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -174,11 +183,7 @@ class CollectionBuilder:
                 for kind in later:
                     if kind not in have:
                         work[kind].append(cid)
-            stats.orphans += len(orphans)
-            stats.sample("orphans", orphans)
-            for kind, ids in work.items():
-                stats.missing[kind] += len(ids)
-                stats.sample(f"missing_{kind}", ids)
+            count_found(stats, orphans, work)
             if dry_run:
                 continue
             if orphans:
@@ -198,37 +203,33 @@ class CollectionBuilder:
                 rows = [r for r in rows if r.lifecycle_status == Lifecycle.ACTIVE]
                 if not rows:
                     continue
-                try:
-                    if kind == VectorKind.DENSE:
-                        self._write_dense(bucket, rows)
-                    else:
-                        self._write_sparse(bucket, kind, rows)
-                except RagindexError as exc:
-                    self._fail(kind, rows, exc, stats)
-                    continue
-                except Exception as exc:  # an encoder or client bug must not stop the other batches
-                    log.exception("reindex %s batch failed unexpectedly", kind)
-                    self._fail(kind, rows, exc, stats)
+                write = (
+                    partial(self._write_dense, bucket, rows)
+                    if kind == VectorKind.DENSE
+                    else partial(self._write_sparse, bucket, kind, rows)
+                )
+                if write_or_fail(f"reindex {kind}", write, partial(self._fail, kind, rows, stats=stats)) is None:
                     continue
                 stats.copied[kind] += len(rows)
                 if self.progress:
                     self.progress(kind, len(rows))
 
-    def _fail(self, kind: str, rows: Sequence[ChunkRow], exc: Exception, stats: ConvergeStats) -> None:
+    def _fail(self, kind: str, rows: Sequence[ChunkRow], exc: Exception, *, stats: ConvergeStats) -> None:
         error = f"{kind}: {type(exc).__name__}: {exc}"
         log.warning("reindex into %s: batch of %d chunks failed: %s", self.collection, len(rows), error)
         for row in rows:
             stats.failed[row.chunk_id] = error
 
-    def _write_dense(self, bucket: int, rows: Sequence[ChunkRow]) -> None:
+    def _write_dense(self, bucket: int, rows: Sequence[ChunkRow]) -> Sequence[ChunkRow]:
         vectors = self.dense.encode_documents([r.indexed_text for r in rows], [r.content_hash for r in rows])
         points = [
             DensePoint(chunk_id=r.chunk_id, user_id=r.user_id, set_id=r.set_id, doc_id=r.doc_id, vector=v)
             for r, v in zip(rows, vectors, strict=True)
         ]
         self.index.upsert_dense(self.collection, bucket, points)
+        return rows
 
-    def _write_sparse(self, bucket: int, kind: str, rows: Sequence[ChunkRow]) -> None:
+    def _write_sparse(self, bucket: int, kind: str, rows: Sequence[ChunkRow]) -> Sequence[ChunkRow]:
         vectors = self.sparse[kind].encode_documents([r.indexed_text for r in rows])
         owner = {r.chunk_id: r.owns_point(kind) for r in rows}
         pairs = list(zip(rows, vectors, strict=True))
@@ -244,6 +245,7 @@ class CollectionBuilder:
         updates = {r.chunk_id: v for r, v in pairs if not owner[r.chunk_id]}
         if updates:
             self.index.update_sparse(self.collection, bucket, kind, updates)
+        return rows
 
 
 @dataclass

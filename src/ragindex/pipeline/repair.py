@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from ragindex.errors import NotFoundError, ValidationError
@@ -36,9 +36,9 @@ from ragindex.pipeline.compensation import recover_documents, release_stale_clai
 from ragindex.pipeline.indexer import Indexer, StageResult
 from ragindex.pipeline.lease import ProcessOwner
 from ragindex.pipeline.manage import purge_rows
-from ragindex.pipeline.reindex import CollectionBuilder
+from ragindex.pipeline.reindex import CollectionBuilder, count_found
 from ragindex.pipeline.samples import SAMPLE, Sampled
-from ragindex.results import ReindexResult
+from ragindex.results import ReindexResult, json_fields
 from ragindex.store.protocol import TruthStore
 from ragindex.store.records import IndexMeta
 from ragindex.store.states import IndexStatus, Lifecycle
@@ -117,28 +117,17 @@ class RepairReport(Sampled):
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON printed by ``ragindex repair --json``."""
+        counts = json_fields(
+            self,
+            omit=("samples", "dry_run", "collection", "kinds", "notes", "duration_ms"),
+            rename={"stale": "stale_indexing", "unpurged": "removed_unpurged"},
+        )
         return {
             "ok": self.ok,
             "dry_run": self.dry_run,
             "collection": self.collection,
             "found": self.found,
-            "stale_indexing": self.stale,
-            "pending": self.pending,
-            "failed_retried": self.failed_retried,
-            "failed_exhausted": self.failed_exhausted,
-            "missing": self.missing,
-            "orphans": self.orphans,
-            "removed_unpurged": self.unpurged,
-            "stuck_runs": self.stuck_runs,
-            "recovered_documents": self.recovered_documents,
-            "purged": self.purged,
-            "purge_failed": self.purge_failed,
-            "indexed": self.indexed,
-            "index_failed": self.index_failed,
-            "building": self.building,
-            "released_owners": self.released_owners,
-            "live_claims": self.live_claims,
-            "unfinished": self.unfinished,
+            **counts,
             "samples": self.kept_samples(),
             "notes": self.notes,
             "duration_ms": round(self.duration_ms, 1),
@@ -170,6 +159,7 @@ def index_chunks(
     return results
 
 
+@dataclass(eq=False)
 class Repairer:
     """Compensation over the truth store, the ACTIVE collection and a BUILDING one.
 
@@ -185,28 +175,20 @@ class Repairer:
             not the configured one, so repair can only report it).
     """
 
-    def __init__(
-        self,
-        store: TruthStore,
-        index: VectorIndex,
-        indexer: Indexer | None,
-        kinds: Sequence[str],
-        *,
-        bucket_count: int,
-        max_attempts: int,
-        stale_seconds: float,
-        builders: Sequence[tuple[IndexMeta, CollectionBuilder | None]] = (),
-        owner: ProcessOwner | None = None,
-    ) -> None:
-        self.store = store
-        self.owner = owner
-        self.index = index
-        self.indexer = indexer
-        self.kinds = tuple(kinds)
-        self.bucket_count = bucket_count
-        self.max_attempts = max_attempts
-        self.stale_seconds = stale_seconds
-        self.builders = list(builders)
+    store: TruthStore
+    index: VectorIndex
+    indexer: Indexer | None
+    kinds: Sequence[str]
+    _: KW_ONLY
+    bucket_count: int
+    max_attempts: int
+    stale_seconds: float
+    builders: Sequence[tuple[IndexMeta, CollectionBuilder | None]] = ()
+    owner: ProcessOwner | None = None
+
+    def __post_init__(self) -> None:
+        self.kinds = tuple(self.kinds)
+        self.builders = list(self.builders)
 
     # ------------------------------------------------------------------ pieces
     def release_stale(self, *, limit: int | None = None, dry_run: bool = False) -> dict[str, list[str]]:
@@ -243,13 +225,7 @@ class Repairer:
                 )
                 for kind in sparse
             }
-            report.orphans += len(orphans)
-            report.sample("orphans", orphans)
-            report.missing[VectorKind.DENSE] += len(no_point)
-            report.sample("missing_dense", no_point)
-            for kind, ids in no_vector.items():
-                report.missing[kind] += len(ids)
-                report.sample(f"missing_{kind}", ids)
+            count_found(report, orphans, {VectorKind.DENSE: no_point, **no_vector})
             if dry_run:
                 continue
             if no_point:  # the whole point is gone: every kind must be written again
@@ -310,7 +286,7 @@ class Repairer:
         """Find every divergence between the truth store and the index copies; fix it unless ``dry_run``."""
         started = time.perf_counter()
         collection = self.indexer.collection if self.indexer is not None else None
-        report = RepairReport(dry_run=dry_run, collection=collection, kinds=self.kinds)
+        report = RepairReport(dry_run=dry_run, collection=collection, kinds=tuple(self.kinds))
         gone = self._release_gone(report, dry_run=dry_run)
         for kind, ids in self.release_stale(dry_run=dry_run).items():
             report.stale[kind] += len(ids)

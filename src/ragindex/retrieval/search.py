@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import KW_ONLY, dataclass, replace
 from typing import Any
 
 from ragindex.encoders.protocol import DenseEncoder, SparseEncoder
@@ -45,6 +45,7 @@ _MAX_CANDIDATES = 1000
 """Most candidates per source a search asks the index for when ghosts crowd out live chunks."""
 
 
+@dataclass(eq=False)
 class Retriever:
     """The read path over one collection.
 
@@ -65,34 +66,22 @@ class Retriever:
             the ``fused`` list of a hybrid search and the ``rerank`` list (the score-drift watch; memory only).
     """
 
-    def __init__(
-        self,
-        store: ChunkStore,
-        index: Callable[[], VectorIndex],
-        collection: Callable[[], str | None],
-        dense: Callable[[], DenseEncoder],
-        sparse: Mapping[str, SparseEncoder],
-        *,
-        bucket_count: int,
-        rrf_k: int = 60,
-        rrf_weights: Mapping[str, float] | None = None,
-        reranker: Callable[[], Reranker] | None = None,
-        rerank_candidates: int = 50,
-        enabled_sources: tuple[str, ...] | None = None,
-        observe: Callable[[str, str, Sequence[float]], None] | None = None,
-    ) -> None:
-        self.enabled_sources = enabled_sources
-        self._observe = observe
-        self._reranker = reranker
-        self.rerank_candidates = rerank_candidates
-        self.store = store
-        self._index = index
-        self._collection = collection
-        self._dense = dense
-        self.sparse = sparse
-        self.bucket_count = bucket_count
-        self.rrf_k = rrf_k
-        self.rrf_weights = dict(rrf_weights or {})
+    store: ChunkStore
+    index: Callable[[], VectorIndex]
+    collection: Callable[[], str | None]
+    dense: Callable[[], DenseEncoder]
+    sparse: Mapping[str, SparseEncoder]
+    _: KW_ONLY
+    bucket_count: int
+    rrf_k: int = 60
+    rrf_weights: Mapping[str, float] | None = None
+    reranker: Callable[[], Reranker] | None = None
+    rerank_candidates: int = 50
+    enabled_sources: tuple[str, ...] | None = None
+    observe: Callable[[str, str, Sequence[float]], None] | None = None
+
+    def __post_init__(self) -> None:
+        self.rrf_weights = dict(self.rrf_weights or {})
 
     def sources_for(self, mode: SearchMode, requested: tuple[str, ...] | None = None) -> tuple[str, ...]:
         """Which sources a mode queries: hybrid, every configured and enabled one (narrowed to ``requested``).
@@ -116,7 +105,7 @@ class Retriever:
         sources = self.sources_for(request.mode, request.sources)
         if not request.query.strip():
             return SearchResult(hits=(), latency_ms={"total": 0.0}, mode=request.mode.value), StoreReads()
-        collection = self._collection()
+        collection = self.collection()
         if collection is None:
             return SearchResult(hits=(), latency_ms={"total": _ms(started)}, mode=request.mode.value), StoreReads()
         sources, skipped, warnings = self._language_guard(request.query, sources)
@@ -125,7 +114,7 @@ class Retriever:
         if VectorKind.DENSE in sources:  # the first query of a process loads the model: report it as its own phase
             t0 = time.perf_counter()
             try:
-                _ = self._dense().dimension  # a remote encoder without a configured dimension asks the server
+                _ = self.dense().dimension  # a remote encoder without a configured dimension asks the server
             except ConfigurationError:
                 raise
             except RagindexError as exc:
@@ -191,7 +180,7 @@ class Retriever:
         tenant = TenantFilter(request.user_id, request.set_id, request.doc_ids)
         t0 = time.perf_counter()
         lists: dict[str, list[tuple[str, float]]] = {}
-        index = self._index()
+        index = self.index()
         for source, vector_query in queries.items():
             if source in failures.errors:  # failed on an earlier round (degrade): not asked again
                 continue
@@ -218,7 +207,7 @@ class Retriever:
             keep = per_source - request.top_k  # top_k + 10 on the first round: the margin covers a few ghosts
             lists = {s: items if s == VectorKind.DENSE else items[:keep] for s, items in lists.items()}
         ranked = self._chunk_lists(request.query, lists, reads.sections)
-        weights = {s: w for s, w in self.rrf_weights.items() if s in ranked} or None
+        weights = {s: w for s, w in (self.rrf_weights or {}).items() if s in ranked} or None
         fused = fuse(request.fusion, ranked, k=self.rrf_k, weights=weights) if hybrid else _single(ranked)
         latency["fuse"] = latency.get("fuse", 0.0) + _ms(t0)
         if watch and hybrid:
@@ -245,18 +234,18 @@ class Retriever:
 
     def _watch(self, source: str, scores: Sequence[float], *, fusion: str = "", sources: tuple[str, ...] = ()) -> None:
         """Hand one ranked score list to the score-drift watch, with the fingerprint of what scored it."""
-        if self._observe is None or not scores:
+        if self.observe is None or not scores:
             return
         if source == VectorKind.DENSE:
-            fingerprint = self._dense().fingerprint
+            fingerprint = self.dense().fingerprint
         elif source == "fused":  # fused scores depend on the fusion and on which sources took part
             fingerprint = f"{fusion}(k={self.rrf_k})" if fusion == "rrf" else fusion
             fingerprint += ":" + "+".join(sources)
-        elif source == "rerank" and self._reranker is not None:
-            fingerprint = self._reranker().name
+        elif source == "rerank" and self.reranker is not None:
+            fingerprint = self.reranker().name
         else:
             fingerprint = self.sparse[source].name
-        self._observe(source, fingerprint, scores)
+        self.observe(source, fingerprint, scores)
 
     def _language_guard(
         self, query: str, sources: tuple[str, ...]
@@ -272,7 +261,7 @@ class Retriever:
         if VectorKind.DENSE not in sources:
             return sources, {}, ()
         script = dominant_script(query)
-        encoder = self._dense()
+        encoder = self.dense()
         if script is None or script in encoder.languages:
             return sources, {}, ()
         reason = f"model does not cover {script} script"
@@ -328,13 +317,13 @@ class Retriever:
         Each item's score becomes its rerank score and its sources gain ``rerank`` (score and 1-based rank);
         ties keep the fused order. Candidates beyond ``rerank_candidates`` are dropped.
         """
-        if self._reranker is None:
+        if self.reranker is None:
             raise RetrievalConfigurationError("rerank was requested but no reranker is configured", source="rerank")
         live = [item for item in fused if item.id in views][: self.rerank_candidates]
         if not live:
             latency["rerank"] = 0.0
             return []
-        reranker = self._reranker()
+        reranker = self.reranker()
         t0 = time.perf_counter()
         reranker.load()  # the first rerank of a process loads the model: report it as its own phase
         if (load := _ms(t0)) > 1.0:
@@ -368,7 +357,7 @@ class Retriever:
         for source in sources:
             try:
                 if source == VectorKind.DENSE:
-                    out[source] = VectorQuery(using=VectorKind.DENSE, dense=self._dense().encode_queries([query])[0])
+                    out[source] = VectorQuery(using=VectorKind.DENSE, dense=self.dense().encode_queries([query])[0])
                 else:
                     out[source] = VectorQuery(using=source, sparse=self.sparse[source].encode_queries([query])[0])
             except ConfigurationError:  # a missing extra or model is a deployment error, never degraded

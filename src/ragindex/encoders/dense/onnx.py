@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ragindex.encoders.dense.onnx_export import OnnxLayout
+from ragindex.encoders.precision import PrecisionCacheKey
 from ragindex.encoders.prompts import NO_PROMPTS, Prompts
 from ragindex.errors import ConfigurationError, EncodingError
 from ragindex.language import Script
@@ -24,7 +25,7 @@ from ragindex.language import Script
 log = logging.getLogger(__name__)
 
 
-class OnnxDenseEncoder:
+class OnnxDenseEncoder(PrecisionCacheKey):
     """A sentence-transformers model exported to ONNX, encoding in float32 on the CPU.
 
     Args:
@@ -36,6 +37,9 @@ class OnnxDenseEncoder:
         batch_size: Texts per ONNX Runtime call.
         threads: Intra-op threads, or None for ONNX Runtime's default (one per physical core).
     """
+
+    precision = "float32"
+    """These are float32 vectors, equal to torch's float32 ones (the cache key's precision)."""
 
     def __init__(
         self,
@@ -51,28 +55,13 @@ class OnnxDenseEncoder:
         self.layout = layout
         self.prompts = prompts
         self.model_file = model_file
-        self._fingerprint = fingerprint
-        self._languages = frozenset(languages)
+        self.fingerprint = fingerprint
+        self.languages = frozenset(languages)
         self.batch_size = batch_size
         self.threads = threads
         self._session: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()
-
-    @property
-    def fingerprint(self) -> str:
-        """The torch encoder's fingerprint (same model, same vector space)."""
-        return self._fingerprint
-
-    @property
-    def cache_key(self) -> str:
-        """Fingerprint plus ``float32``: these are float32 vectors, equal to torch's float32 ones."""
-        return f"{self._fingerprint}|float32"
-
-    @property
-    def languages(self) -> frozenset[Script]:
-        """Scripts the model covers."""
-        return self._languages
 
     @property
     def dimension(self) -> int:

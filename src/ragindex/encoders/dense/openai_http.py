@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ragindex.encoders._http import HttpEncoder, RetryingJsonClient, float_matrix
+from ragindex.encoders.precision import PrecisionCacheKey
 from ragindex.encoders.prompts import Prompts, resolve_prompts
 from ragindex.errors import ConfigurationError, EncodingError
 from ragindex.language import Script, model_scripts
@@ -38,7 +39,7 @@ def embeddings_url(base_url: str) -> str:
     return f"{base}/v1/embeddings"
 
 
-class OpenAIHttpDenseEncoder(HttpEncoder):
+class OpenAIHttpDenseEncoder(HttpEncoder, PrecisionCacheKey):
     """Dense vectors from an OpenAI-compatible embeddings endpoint.
 
     Args:
@@ -75,6 +76,9 @@ class OpenAIHttpDenseEncoder(HttpEncoder):
     name on two hosts look alike; the dimension check catches the common case of that mistake.
     """
 
+    precision = "remote"
+    """The server's precision is its own (the cache key's precision)."""
+
     def __init__(
         self,
         base_url: str,
@@ -98,7 +102,7 @@ class OpenAIHttpDenseEncoder(HttpEncoder):
         self.url = embeddings_url(base_url)
         self.model = model
         self.prompts: Prompts = resolve_prompts(model, query=query_prompt, document=document_prompt)
-        self._languages = frozenset(languages) if languages is not None else model_scripts(model)
+        self.languages = frozenset(languages) if languages is not None else model_scripts(model)
         self.expected_dimension = dimensions
         self.send_dimensions = send_dimensions
         self.batch_size = batch_size
@@ -117,16 +121,6 @@ class OpenAIHttpDenseEncoder(HttpEncoder):
         """``openai:<model>`` (``@<dimensions>`` when the request shortens the vectors; then the prompts' hash)."""
         suffix = f"@{self.expected_dimension}" if self.send_dimensions else ""
         return f"openai:{self.model}{suffix}{self.prompts.fingerprint_suffix}"
-
-    @property
-    def cache_key(self) -> str:
-        """Fingerprint plus ``remote`` (the server's precision is its own)."""
-        return f"{self.fingerprint}|remote"
-
-    @property
-    def languages(self) -> frozenset[Script]:
-        """Scripts the model covers (the configured ones, else guessed from its name)."""
-        return self._languages
 
     @property
     def dimension(self) -> int:

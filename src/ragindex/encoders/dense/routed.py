@@ -16,8 +16,8 @@ from collections.abc import Callable, Hashable, Sequence
 import numpy as np
 
 from ragindex.encoders.protocol import DenseEncoder
+from ragindex.encoders.wrapping import InnerIdentity
 from ragindex.errors import RagindexError
-from ragindex.language import Script
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ class QueryVectorCache:
                 self._items.popitem(last=False)
 
 
-class RoutedDenseEncoder:
+class RoutedDenseEncoder(InnerIdentity):
     """A :class:`DenseEncoder` that encodes queries with a light encoder and documents with the heavy one.
 
     The light encoder (:class:`~ragindex.encoders.dense.onnx.OnnxDenseEncoder`) is built on first use by
@@ -95,19 +95,13 @@ class RoutedDenseEncoder:
         self.queries = QueryVectorCache(query_cache)
 
     @property
-    def fingerprint(self) -> str:
-        """The heavy encoder's fingerprint (the light one is the same model)."""
-        return self.heavy.fingerprint
+    def inner(self) -> DenseEncoder:
+        """The heavy encoder: its fingerprint, cache key and languages are this encoder's.
 
-    @property
-    def cache_key(self) -> str:
-        """The heavy encoder's cache key (:meth:`encode_documents` uses it; a small ingest uses the light key)."""
-        return self.heavy.cache_key
-
-    @property
-    def languages(self) -> frozenset[Script]:
-        """The heavy encoder's languages."""
-        return self.heavy.languages
+        The light encoder is the same model; :meth:`encode_documents` uses the heavy cache key, a small ingest the
+        light one.
+        """
+        return self.heavy
 
     @property
     def dimension(self) -> int:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ragindex.encoders._hf import load_once, local_model_dir, quiet_hub
-from ragindex.encoders.precision import BF16_WEIGHTS, resolve_precision
+from ragindex.encoders.precision import BF16_WEIGHTS, PrecisionCacheKey, resolve_precision
 from ragindex.encoders.prompts import Prompts, resolve_prompts
 from ragindex.errors import ConfigurationError, EncodingError
 from ragindex.language import Script, model_scripts
@@ -34,7 +34,7 @@ def resolve_model_source(name_or_path: str) -> str:
     return name_or_path
 
 
-class SentenceTransformerDenseEncoder:
+class SentenceTransformerDenseEncoder(PrecisionCacheKey):
     """A sentence-transformers model, loaded on first use, encoding in float32, bf16 autocast or bf16 weights.
 
     Args:
@@ -68,7 +68,7 @@ class SentenceTransformerDenseEncoder:
         document_prompt: str | None = None,
     ) -> None:
         self.model_name = model
-        self._languages = frozenset(languages) if languages is not None else model_scripts(model)
+        self.languages = frozenset(languages) if languages is not None else model_scripts(model)
         self.source = resolve_model_source(model)
         self.device = device
         self.precision = resolve_precision(precision, device)
@@ -98,16 +98,6 @@ class SentenceTransformerDenseEncoder:
     def fingerprint(self) -> str:
         """``st:<model name>``, plus ``|prompts=<hash>`` when the model has query or document prompts."""
         return self.model_fingerprint + self.prompts.fingerprint_suffix
-
-    @property
-    def cache_key(self) -> str:
-        """Fingerprint plus precision: bf16 and float32 vectors never share cache entries."""
-        return f"{self.fingerprint}|{self.precision}"
-
-    @property
-    def languages(self) -> frozenset[Script]:
-        """Scripts the model covers (the configured ones, else guessed from its name)."""
-        return self._languages
 
     @property
     def dimension(self) -> int:
