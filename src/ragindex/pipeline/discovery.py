@@ -93,58 +93,55 @@ class RemovalGuard:
         )
 
 
-def planned_removals(
-    store: DocumentStore,
-    user_id: int,
-    set_id: int,
-    folders: Sequence[Path],
-    seen: set[str],
-    *,
-    guard: RemovalGuard,
-    allow: bool = False,
-) -> list[DocumentRow]:
-    """The ACTIVE documents under ``folders`` whose file was not discovered (``seen``): the sync removes them.
+@dataclass(frozen=True, slots=True)
+class Removals:
+    """The documents of one set that a sync removes because their files are gone, under one :class:`RemovalGuard`.
 
-    Raises:
-        MassDeleteError: For one folder they are too many (see :class:`RemovalGuard`), unless ``allow``.
+    ``allow`` (``--allow-mass-delete``) lifts the guard.
     """
-    gone: dict[int, DocumentRow] = {}
-    for folder in folders:
-        held = store.find_documents_under(user_id, set_id, str(folder))
-        missing = [d for d in held if d.file_uri not in seen]
-        if not allow:
-            guard.check(folder, len(held), len(missing))
-        gone.update((d.doc_id, d) for d in missing)
-    return list(gone.values())
 
+    store: DocumentStore
+    user_id: int
+    set_id: int
+    guard: RemovalGuard
+    allow: bool = False
 
-def vanished_removals(
-    store: DocumentStore,
-    user_id: int,
-    set_id: int,
-    gone: Sequence[Path],
-    within: Sequence[Path],
-    *,
-    guard: RemovalGuard,
-    allow: bool = False,
-) -> list[DocumentRow]:
-    """The ACTIVE documents of files at or under the ``gone`` paths that no longer exist (a watcher's deletions).
+    def planned(self, folders: Sequence[Path], seen: set[str]) -> list[DocumentRow]:
+        """The ACTIVE documents under ``folders`` whose file was not discovered (``seen``): the sync removes them.
 
-    A path that exists again (a file saved by rename, a folder that came back) removes nothing. The guard counts
-    the removals per folder of ``within`` that holds them, as a sync of that folder would; a gone path outside
-    them is its own scope (a watched file: one document, never guarded).
+        Raises:
+            MassDeleteError: For one folder they are too many (see :class:`RemovalGuard`), unless ``allow``.
+        """
+        gone: dict[int, DocumentRow] = {}
+        for folder in folders:
+            held = self._under(folder)
+            missing = [d for d in held if d.file_uri not in seen]
+            if not self.allow:
+                self.guard.check(folder, len(held), len(missing))
+            gone.update((d.doc_id, d) for d in missing)
+        return list(gone.values())
 
-    Raises:
-        MassDeleteError: For one folder they are too many (see :class:`RemovalGuard`), unless ``allow``.
-    """
-    found: dict[int, DocumentRow] = {}
-    for path in gone:
-        found.update((d.doc_id, d) for d in store.find_documents_under(user_id, set_id, str(path)))
-    missing = {doc_id: d for doc_id, d in found.items() if not Path(d.file_uri).exists()}
-    if not allow:
-        for folder in within:
-            held = store.find_documents_under(user_id, set_id, str(folder))
-            inside = [d for d in held if d.doc_id in missing]
-            if inside:
-                guard.check(folder, len(held), len(inside))
-    return list(missing.values())
+    def vanished(self, gone: Sequence[Path], within: Sequence[Path]) -> list[DocumentRow]:
+        """The ACTIVE documents of files at or under the ``gone`` paths that no longer exist (a watcher's deletions).
+
+        A path that exists again (a file saved by rename, a folder that came back) removes nothing. The guard counts
+        the removals per folder of ``within`` that holds them, as a sync of that folder would; a gone path outside
+        them is its own scope (a watched file: one document, never guarded).
+
+        Raises:
+            MassDeleteError: For one folder they are too many (see :class:`RemovalGuard`), unless ``allow``.
+        """
+        found: dict[int, DocumentRow] = {}
+        for path in gone:
+            found.update((d.doc_id, d) for d in self._under(path))
+        missing = {doc_id: d for doc_id, d in found.items() if not Path(d.file_uri).exists()}
+        if not self.allow:
+            for folder in within:
+                held = self._under(folder)
+                inside = [d for d in held if d.doc_id in missing]
+                if inside:
+                    self.guard.check(folder, len(held), len(inside))
+        return list(missing.values())
+
+    def _under(self, path: Path) -> list[DocumentRow]:
+        return self.store.find_documents_under(self.user_id, self.set_id, str(path))

@@ -32,7 +32,7 @@ from ragindex.index.routing import bucket_of
 from ragindex.loaders.isolated import IsolatedParser
 from ragindex.loaders.registry import LoaderRegistry
 from ragindex.pipeline import faults
-from ragindex.pipeline.discovery import RemovalGuard, discover, planned_removals, vanished_removals
+from ragindex.pipeline.discovery import RemovalGuard, Removals, discover
 from ragindex.pipeline.failures import FailureLog, check_name, fails_alone
 from ragindex.pipeline.indexer import Indexer, StageResult, check_stop
 from ragindex.pipeline.report import IngestReport as IngestReport
@@ -170,7 +170,7 @@ class SourceSync:
 
         ``vanished`` are files or folders known to be gone (a watcher's deletions and moves): the documents of
         files at or under them that no longer exist are removed like those of files gone from a synced folder,
-        guarded per folder of ``vanished_within`` (see :func:`~ragindex.pipeline.discovery.vanished_removals`).
+        guarded per folder of ``vanished_within`` (see :meth:`~ragindex.pipeline.discovery.Removals.vanished`).
 
         Raises:
             MassDeleteError: The files of too many of a folder's documents are gone (nothing was written);
@@ -183,15 +183,11 @@ class SourceSync:
         seen = {str(p) for p in files}
         gone: list[DocumentRow] = []
         if not keep_missing:
-            gone = planned_removals(
-                self.store, user_id, set_id, folders, seen, guard=self.guard, allow=allow_mass_delete
-            )
+            removals = Removals(self.store, user_id, set_id, guard=self.guard, allow=allow_mass_delete)
+            gone = removals.planned(folders, seen)
             if vanished:
                 planned = {d.doc_id for d in gone}
-                extra = vanished_removals(
-                    self.store, user_id, set_id, vanished, vanished_within, guard=self.guard, allow=allow_mass_delete
-                )
-                gone += [d for d in extra if d.doc_id not in planned]
+                gone += [d for d in removals.vanished(vanished, vanished_within) if d.doc_id not in planned]
         known = self.store.file_hashes(user_id, set_id)
         rechunk = self.store.files_chunked_otherwise(user_id, set_id, self.chunking_fingerprint)
         bucket = bucket_of(user_id, self.bucket_count)
