@@ -20,11 +20,11 @@ class Bm25SparseEncoder:
 
     Args:
         avg_len: Expected mean chunk length in tokens (length normalisation).
-        k1: Term-frequency saturation (1.5: see ``RAGINDEX_BM25_K1``).
+        k1: Term-frequency saturation.
         b: Length normalisation strength.
     """
 
-    def __init__(self, *, avg_len: float = 150.0, k1: float = 1.5, b: float = 0.75) -> None:
+    def __init__(self, *, avg_len: float = 150.0, k1: float = 1.2, b: float = 0.75) -> None:
         self.avg_len = avg_len
         self.k1 = k1
         self.b = b
