@@ -35,9 +35,9 @@ The frames are uncapped with a hot knife, spun in an extractor and the honey is 
 Leave enough stores for the winter: a colony needs about fifteen kilograms to survive until spring.
 """
 
-NOTES = " ".join(
+NOTES = " ".join(  # ~9,000 characters with no heading: over twice the default section limit (4,000)
     f"Note {i}: the tide tables for harbour {i} list high water at {i % 12} o'clock and low water six hours later."
-    for i in range(40)
+    for i in range(90)
 )
 
 
