@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from ragindex.language import Script
 log = logging.getLogger(__name__)
 
 
+@dataclass(eq=False)
 class OnnxDenseEncoder(PrecisionCacheKey):
     """A sentence-transformers model exported to ONNX, encoding in float32 on the CPU.
 
@@ -41,27 +43,17 @@ class OnnxDenseEncoder(PrecisionCacheKey):
     precision = "float32"
     """These are float32 vectors, equal to torch's float32 ones (the cache key's precision)."""
 
-    def __init__(
-        self,
-        layout: OnnxLayout,
-        model_file: Path,
-        *,
-        fingerprint: str,
-        languages: Iterable[Script],
-        prompts: Prompts = NO_PROMPTS,
-        batch_size: int = 64,
-        threads: int | None = None,
-    ) -> None:
-        self.layout = layout
-        self.prompts = prompts
-        self.model_file = model_file
-        self.fingerprint = fingerprint
-        self.languages = frozenset(languages)
-        self.batch_size = batch_size
-        self.threads = threads
-        self._session: Any = None
-        self._tokenizer: Any = None
-        self._lock = threading.Lock()
+    layout: OnnxLayout
+    model_file: Path
+    _: KW_ONLY
+    fingerprint: str
+    languages: frozenset[Script]
+    prompts: Prompts = NO_PROMPTS
+    batch_size: int = 64
+    threads: int | None = None
+    _session: Any = field(default=None, init=False, repr=False)
+    _tokenizer: Any = field(default=None, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     @property
     def dimension(self) -> int:
@@ -171,7 +163,7 @@ def prepare_onnx_encoder(
         layout,
         target,
         fingerprint=fingerprint,
-        languages=languages,
+        languages=frozenset(languages),
         prompts=prompts,
         batch_size=batch_size,
         threads=threads,
