@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -84,37 +85,34 @@ def _resolve_source(name_or_path: str) -> str:
     return str(path.resolve()) if path.is_dir() else name_or_path
 
 
+@dataclass(eq=False)
 class CrossEncoderReranker:
     """A sentence-transformers ``CrossEncoder`` with one output label, loaded on first use.
 
     Args:
-        model: Hugging Face name (present in the local cache) or local directory of the cross-encoder.
+        model_name: Hugging Face name (present in the local cache) or local directory of the cross-encoder.
         device: torch device.
         batch_size: Pairs per forward pass.
         max_length: Tokens per (query, text) pair; longer pairs are truncated.
         offline: Load from local files only (no hub access).
     """
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        device: str = "cpu",
-        batch_size: int = 32,
-        max_length: int = 512,
-        offline: bool = True,
-    ) -> None:
-        if batch_size < 1:
-            raise RetrievalConfigurationError(f"rerank batch size must be >= 1, got {batch_size}")
-        if max_length < 2:
-            raise RetrievalConfigurationError(f"rerank max length must be >= 2 tokens, got {max_length}")
-        self.model_name = model
-        self.source = _resolve_source(model)
-        self.device = device
-        self.batch_size = batch_size
-        self.max_length = max_length
-        self.offline = offline
-        self._model: Any = None
+    model_name: str
+    _: KW_ONLY
+    device: str = "cpu"
+    batch_size: int = 32
+    max_length: int = 512
+    offline: bool = True
+    source: str = field(init=False)
+    """Where the model loads from: ``model_name`` or the local directory it names."""
+    _model: Any = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1:
+            raise RetrievalConfigurationError(f"rerank batch size must be >= 1, got {self.batch_size}")
+        if self.max_length < 2:
+            raise RetrievalConfigurationError(f"rerank max length must be >= 2 tokens, got {self.max_length}")
+        self.source = _resolve_source(self.model_name)
 
     @property
     def name(self) -> str:
