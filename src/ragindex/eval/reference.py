@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,9 +31,6 @@ __all__ = ["FORMAT", "PinnedHit", "PinnedQuery", "QueryCheck", "RecheckReport", 
 
 FORMAT = "ragindex-reference/1"
 """The ``format`` of a reference file."""
-
-_SCALARS: dict[str, Callable[[Any], Any]] = {"str": str, "int": int, "bool": bool}
-"""How :meth:`ReferenceSet.from_dict` reads a field of each annotated type (all but ``queries``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +75,17 @@ class ReferenceSet:
             raise InputError(f"{path or 'the file'} is not a ragindex reference file (format {FORMAT})", path=path)
         try:
             queries = tuple(PinnedQuery(str(q["query"]), tuple(_hit(h) for h in q["hits"])) for q in data["queries"])
-            options = {f.name: _SCALARS[str(f.type)](data[f.name]) for f in fields(cls) if f.name != "queries"}
-            return cls(**options, queries=queries)
+            return cls(
+                mode=str(data["mode"]),
+                fusion=str(data["fusion"]),
+                rerank=bool(data["rerank"]),
+                top_k=int(data["top_k"]),
+                user_id=int(data["user_id"]),
+                set_id=int(data["set_id"]),
+                fingerprint=str(data["fingerprint"]),
+                created_at=str(data["created_at"]),
+                queries=queries,
+            )
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"{path or 'the reference file'} is damaged: {exc!r}", path=path) from exc
 
