@@ -68,14 +68,16 @@ def test_load_dataset_reads_test_split_and_only_query_text(dataset: Path) -> Non
 
 
 def test_parse_modes() -> None:
-    specs = parse_modes("dense, bm25,hybrid,hybrid:dbsf,dense")
-    assert [(s.name, s.mode, s.fusion) for s in specs] == [
-        ("dense", "dense", None),
-        ("bm25", "bm25", None),
-        ("hybrid", "hybrid", None),
-        ("hybrid:dbsf", "hybrid", "dbsf"),
+    specs = parse_modes("dense, bm25,hybrid,hybrid:dbsf,dense,bm25:section,dense:chunk")
+    assert [(s.name, s.mode, s.fusion, s.unit) for s in specs] == [
+        ("dense", "dense", None, None),
+        ("bm25", "bm25", None, None),
+        ("hybrid", "hybrid", None, None),
+        ("hybrid:dbsf", "hybrid", "dbsf", None),
+        ("bm25:section", "bm25", None, "section"),
+        ("dense:chunk", "dense", None, "chunk"),
     ]
-    for bad in ("lexical", "dense:rrf", "hybrid:max", "hybrid+boost", ""):
+    for bad in ("lexical", "dense:rrf", "hybrid:max", "hybrid:section", "bm25:page", "hybrid+boost", ""):
         with pytest.raises(ValidationError):
             parse_modes(bad)
 
@@ -108,6 +110,41 @@ def test_cli_eval_json_shape(dataset: Path, tmp_path: Path) -> None:
     assert "nDCG@10" in table.stdout
     bad = CliRunner().invoke(app, ["--data-dir", str(tmp_path / "d"), "eval", str(dataset), "--modes", "lexical"])
     assert bad.exit_code == 2
+
+
+def test_eval_reports_the_unit_of_each_source_and_refuses_one_the_index_does_not_give(
+    dataset: Path, tmp_path: Path
+) -> None:
+    data_dir = str(tmp_path / "d")
+    modes = "dense:chunk,bm25:section,hybrid"
+    result = CliRunner().invoke(app, ["--data-dir", data_dir, "eval", str(dataset), "--modes", modes, "--json"])
+    assert result.exit_code == 0, result.output
+    payload: list[dict[str, Any]] = json.loads(result.stdout)
+    assert [(entry["mode"], entry["units"]) for entry in payload] == [
+        ("dense:chunk", {"dense": "chunk"}),
+        ("bm25:section", {"bm25": "section"}),
+        ("hybrid", {"dense": "chunk", "bm25": "section"}),
+    ]
+    wide = {"COLUMNS": "160"}
+    table = CliRunner().invoke(app, ["--data-dir", data_dir, "eval", str(dataset), "--modes", "bm25"], env=wide)
+    assert table.exit_code == 0, table.output
+    assert "bm25:section" in table.stdout
+
+    for mode, fix in (("bm25:chunk", "RAGINDEX_SECTION_MAX_CHARS=0"), ("dense:section", "dense always scores chunks")):
+        refused = CliRunner().invoke(app, ["--data-dir", str(tmp_path / "e"), "eval", str(dataset), "--modes", mode])
+        assert refused.exit_code == 2
+        assert f"{mode.split(':')[0]} scores" in refused.output and fix in refused.output
+    ingested: list[Any] = []
+    with (
+        Engine(Settings(data_dir=tmp_path / "e")) as engine,
+        pytest.raises(ValidationError, match="bm25 scores sections"),
+    ):
+        run_eval(engine, dataset, "bm25:chunk", on_ingest=ingested.append)
+    assert ingested == []  # refused before the ingest
+
+    with Engine(Settings(data_dir=tmp_path / "chunks", section_max_chars=0)) as engine:
+        (only,) = run_eval(engine, dataset, "bm25:chunk", top_k=10)
+    assert only.units == {"bm25": "chunk"} and only.metrics["ndcg@10"] > 0
 
 
 def test_metrics_equal_pytrec_eval_and_second_eval_embeds_nothing(dataset: Path, tmp_path: Path) -> None:

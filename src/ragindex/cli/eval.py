@@ -30,8 +30,8 @@ def eval_command(
         str | None,
         typer.Option(
             "--modes",
-            help="Comma-separated: dense, bm25, sparse, hybrid, hybrid:<fusion>, each optionally +rerank "
-            "(default dense,bm25,hybrid; with --pin one mode, default hybrid).",
+            help="Comma-separated: dense, bm25, sparse, hybrid, hybrid:<fusion>, <source>:<unit> (bm25:section, "
+            "dense:chunk), each optionally +rerank (default dense,bm25,hybrid; with --pin one mode, default hybrid).",
         ),
     ] = None,
     top_k: Annotated[

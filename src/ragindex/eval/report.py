@@ -16,7 +16,7 @@ _HEADERS = {"ndcg@10": "nDCG@10", "recall@10": "recall@10", "recall@100": "recal
 
 
 def eval_json(results: Sequence[ModeResult]) -> list[dict[str, Any]]:
-    """``[{"mode", "ndcg@10", "recall@10", "recall@100", "mrr@10", "latency_ms": {"p50", "p95"}, ...}]``."""
+    """``[{"mode", "ndcg@10", "recall@10", "recall@100", "mrr@10", "latency_ms": {"p50", "p95"}, "units", ...}]``."""
     return [result.to_dict() for result in results]
 
 
@@ -29,12 +29,14 @@ def eval_table(results: Sequence[ModeResult], title: str = "eval") -> Table:
         table.add_column(_HEADERS[name], justify="right")
     table.add_column("p50 ms", justify="right")
     table.add_column("p95 ms", justify="right")
+    table.add_column("units", overflow="fold")
     for result in results:
         table.add_row(
             result.mode,
             *(f"{result.metrics[name]:.4f}" for name in REPORTED),
             f"{result.latency_ms['p50']:.1f}",
             f"{result.latency_ms['p95']:.1f}",
+            " ".join(f"{source}:{unit}" for source, unit in result.units.items()),
         )
     return table
 

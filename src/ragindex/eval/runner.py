@@ -2,9 +2,11 @@
 
 A mode is ``dense``, ``bm25``, ``sparse``, ``hybrid`` or ``hybrid:<fusion>`` (``rrf``, ``dbsf``, ``combine``,
 ``boost``), each optionally followed by ``+rerank`` (cross-encoder rerank of the fused candidates, e.g.
-``hybrid+rerank``). Hits are chunks; a document's score is its best chunk's score, and the run keeps the ``top_k`` best
-documents per query. Latency is the wall time around :meth:`Engine.search` per query (query encoding, index
-search, fusion and backfill), after one untimed warm-up query per mode.
+``hybrid+rerank``). A single source may name the unit it scores (``bm25:section``, ``dense:chunk``); the unit
+must be the one the index gives that source, and every result reports the units of its sources. Hits are chunks;
+a document's score is its best chunk's score, and the run keeps the ``top_k`` best documents per query. Latency
+is the wall time around :meth:`Engine.search` per query (query encoding, index search, fusion and backfill),
+after one untimed warm-up query per mode.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ragindex.errors import ValidationError
 from ragindex.eval.beir import BeirDataset, corpus_id, load_dataset
 from ragindex.eval.metrics import evaluate
-from ragindex.types import SearchMode
+from ragindex.types import SearchMode, Unit
 
 if TYPE_CHECKING:
     from ragindex.engine import Engine
@@ -34,6 +36,7 @@ __all__ = [
     "percentile",
     "run_eval",
     "run_mode",
+    "source_units",
 ]
 
 REPORTED: tuple[str, ...] = ("ndcg@10", "recall@10", "recall@100", "mrr@10")
@@ -41,23 +44,32 @@ REPORTED: tuple[str, ...] = ("ndcg@10", "recall@10", "recall@100", "mrr@10")
 
 _MODES = tuple(SearchMode)
 _FUSIONS = ("rrf", "dbsf", "combine", "boost")
+_UNITS = tuple(Unit)
+_UNIT_HINTS: dict[str, str] = {
+    Unit.CHUNK: "RAGINDEX_SECTION_MAX_CHARS=0 makes every source score chunks (the next ingest re-chunks)",
+    Unit.SECTION: "sections carry the lexical sources (bm25, sparse); dense always scores chunks",
+}
 CHUNK_FACTOR = 3
 """Chunk hits requested per wanted document, so that ``top_k`` distinct documents survive the max-pooling."""
 
 
 @dataclass(frozen=True, slots=True)
 class ModeSpec:
-    """One evaluated configuration: a search mode and, for hybrid, a fusion (None: the settings' default)."""
+    """One evaluated configuration: a search mode and, for hybrid, a fusion (None: the settings' default).
+
+    ``unit``: the unit a single-source mode was asked to score (``bm25:section``); None when not named.
+    """
 
     name: str
     mode: str
     fusion: str | None = None
     rerank: bool = False
+    unit: str | None = None
 
 
 @dataclass(slots=True)
 class ModeResult:
-    """The metrics and latency of one mode over the evaluated queries."""
+    """The metrics and latency of one mode over the evaluated queries, and the unit each of its sources scored."""
 
     mode: str
     metrics: dict[str, float]
@@ -65,6 +77,7 @@ class ModeResult:
     queries: int
     top_k: int
     run: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
+    units: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON entry printed by ``ragindex eval --json`` (the run itself is left out)."""
@@ -74,6 +87,7 @@ class ModeResult:
             "latency_ms": {k: round(v, 2) for k, v in self.latency_ms.items()},
             "queries": self.queries,
             "top_k": self.top_k,
+            "units": dict(self.units),
         }
 
 
@@ -81,7 +95,7 @@ def parse_modes(text: str | Sequence[str]) -> list[ModeSpec]:
     """``"dense,bm25,hybrid:dbsf"`` -> mode specs; errors name the bad entry and list the valid ones.
 
     Raises:
-        ValidationError: An unknown mode or fusion, a fusion on a non-hybrid mode, or a suffix other than ``+rerank``.
+        ValidationError: An unknown mode, fusion or unit, a unit on hybrid, or a suffix other than ``+rerank``.
     """
     items = text.split(",") if isinstance(text, str) else list(text)
     specs: list[ModeSpec] = []
@@ -92,15 +106,19 @@ def parse_modes(text: str | Sequence[str]) -> list[ModeSpec]:
         base, plus, suffix = name.partition("+")
         if plus and suffix != "rerank":
             raise ValidationError("modes", f"{name!r}: unknown suffix {'+' + suffix!r}; valid: +rerank")
-        mode, _, fusion = base.partition(":")
+        mode, _, qualifier = base.partition(":")
         if mode not in _MODES:
-            raise ValidationError("modes", f"unknown mode {mode!r}; valid: {', '.join(_MODES)} or hybrid:<fusion>")
-        if fusion and mode != "hybrid":
-            raise ValidationError("modes", f"{name!r}: only hybrid takes a fusion")
+            raise ValidationError(
+                "modes", f"unknown mode {mode!r}; valid: {', '.join(_MODES)}, hybrid:<fusion> or <source>:<unit>"
+            )
+        fusion = qualifier if mode == SearchMode.HYBRID else ""
+        unit = "" if mode == SearchMode.HYBRID else qualifier
         if fusion and fusion not in _FUSIONS:
             raise ValidationError("modes", f"unknown fusion {fusion!r}; valid: {', '.join(_FUSIONS)}")
+        if unit and unit not in _UNITS:
+            raise ValidationError("modes", f"{name!r}: unknown unit {unit!r}; valid: {', '.join(_UNITS)}")
         if name not in {s.name for s in specs}:
-            specs.append(ModeSpec(name=name, mode=mode, fusion=fusion or None, rerank=bool(plus)))
+            specs.append(ModeSpec(name, mode, fusion=fusion or None, rerank=bool(plus), unit=unit or None))
     if not specs:
         raise ValidationError("modes", "give at least one mode")
     return specs
@@ -133,6 +151,7 @@ def run_mode(
     set_id: int,
 ) -> ModeResult:
     """Search every query of ``dataset`` with one mode and score the document run against the qrels."""
+    units = source_units(engine, spec)
     chunks = top_k * CHUNK_FACTOR
 
     def search(text: str) -> Any:
@@ -172,7 +191,28 @@ def run_mode(
         queries=len(dataset.queries),
         top_k=top_k,
         run=run,
+        units=units,
     )
+
+
+def source_units(engine: Engine, spec: ModeSpec) -> dict[str, str]:
+    """The unit each source of ``spec`` scores in ``engine``'s index (hybrid: every enabled source).
+
+    Raises:
+        ValidationError: ``spec`` names a unit its source does not score here (the message says which it does).
+    """
+    from ragindex.pipeline.sync_limits import scored_units
+
+    units = scored_units(engine.kinds, engine.settings.section_max_chars)
+    if spec.mode == SearchMode.HYBRID:
+        return units
+    actual = units.get(spec.mode)
+    if spec.unit is not None and actual is not None and spec.unit != actual:
+        raise ValidationError(
+            "modes",
+            f"{spec.name!r}: {spec.mode} scores {actual}s in this index, not {spec.unit}s; {_UNIT_HINTS[spec.unit]}",
+        )
+    return {spec.mode: actual} if actual is not None else {}
 
 
 def limit(dataset: BeirDataset, count: int | None) -> BeirDataset:
@@ -221,6 +261,8 @@ def run_eval(
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ValidationError("top_k", f"must be >= 1, got {top_k!r}")
     specs = parse_modes(modes)
+    for spec in specs:
+        source_units(engine, spec)  # a unit the index does not give fails before the ingest
     dataset = limit(load_dataset(dataset_dir), limit_queries)
     report = ingest_dataset(engine, dataset, user_id=user_id, set_id=set_id, progress=progress)
     if on_ingest is not None:

@@ -19,6 +19,14 @@ def unit_kinds(kinds: Sequence[str], section_max_chars: int) -> dict[str, tuple[
     return {Unit.CHUNK: (VectorKind.DENSE,), Unit.SECTION: lexical}
 
 
+def scored_units(kinds: Sequence[str], section_max_chars: int) -> dict[str, str]:
+    """The unit each vector kind scores, e.g. ``{"dense": "chunk", "bm25": "section"}`` (chunks without sections)."""
+    units = unit_kinds(kinds, section_max_chars)
+    if units is None:
+        return dict.fromkeys(kinds, Unit.CHUNK)
+    return {kind: unit for unit, owned in units.items() for kind in owned}
+
+
 @dataclass(frozen=True, slots=True)
 class SyncLimits:
     """The per-file limits of a sync; each error names its setting.
