@@ -64,7 +64,7 @@ class Result:
     seconds: float
 
 
-def _bm25(avg_len: float, k1: float, b: float) -> Any:
+def bm25_model(avg_len: float, k1: float, b: float) -> Any:
     """The same model as ``Bm25SparseEncoder._load``."""
     import qdrant_edge as q
 
@@ -93,7 +93,7 @@ class Bench:
     def lengths(self, size: int, overlap: int) -> tuple[float, float, float]:
         """Mean BM25 token length, median token length and mean distinct terms of the chunks."""
         k1, b, avg_len = 1.2, 0.75, 100.0
-        model = _bm25(avg_len, k1, b)
+        model = bm25_model(avg_len, k1, b)
         tokens: list[float] = []
         distinct: list[int] = []
         for _, text in self.chunks(size, overlap):
@@ -108,42 +108,52 @@ class Bench:
 
     def run(self, setting: Setting) -> Result:
         """Index the chunks in a fresh sparse-only Edge shard, query, pool, evaluate."""
-        import qdrant_edge as q
-
         t0 = time.perf_counter()
-        model = _bm25(setting.avg_len, setting.k1, setting.b)
+        model = bm25_model(setting.avg_len, setting.k1, setting.b)
         chunks = self.chunks(setting.size, setting.overlap)
-        owner: dict[str, str] = {}
-        with tempfile.TemporaryDirectory(prefix="bm25-tuning-") as tmp:
-            config = q.EdgeConfig(
-                sparse_vectors={BM25: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)}, max_search_threads=1
-            )
-            shard = q.EdgeShard.create(str(Path(tmp) / "shard"), config)
-            batch: list[Any] = []
-            for did, text in chunks:
-                vector = model.embed_document(text)
-                pid = str(uuid.uuid4())
-                owner[pid] = did
-                sparse = q.SparseVector(list(vector.indices), list(vector.values))
-                batch.append(q.Point(id=pid, vector={BM25: sparse}, payload={"doc_id": did}))
-                if len(batch) >= 1000:
-                    shard.update(q.UpdateOperation.upsert_points(batch))
-                    batch = []
-            if batch:
-                shard.update(q.UpdateOperation.upsert_points(batch))
-            hits: dict[str, list[tuple[str, float]]] = {}
-            for qid, text in self.data.queries.items():
-                vector = model.embed_query(text)
-                request = q.QueryRequest(
-                    limit=CHUNK_LIMIT,
-                    query=q.Query.Nearest(q.SparseVector(list(vector.indices), list(vector.values)), using=BM25),
-                    with_payload=False,
-                    with_vector=False,
-                )
-                hits[qid] = [(owner[str(p.id)], float(p.score)) for p in shard.query(request)]
-            del shard
+        hits = bm25_hits(model, chunks, self.data.queries, CHUNK_LIMIT)
         scores = {name: evaluate(self.data.qrels, pool(hits, top), ks=(10, 100)) for name, top in POOLINGS.items()}
         return Result(setting, len(chunks), scores, time.perf_counter() - t0)
+
+
+def bm25_hits(
+    model: Any, units: Sequence[tuple[str, str]], queries: dict[str, str], limit: int
+) -> dict[str, list[tuple[str, float]]]:
+    """Per query, the ``limit`` best ``(corpus id, score)`` units: ``units`` indexed in a fresh sparse-only Edge
+    shard that applies IDF over them, as ragindex's index does.
+    """
+    import qdrant_edge as q
+
+    owner: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="bm25-tuning-") as tmp:
+        config = q.EdgeConfig(
+            sparse_vectors={BM25: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)}, max_search_threads=1
+        )
+        shard = q.EdgeShard.create(str(Path(tmp) / "shard"), config)
+        batch: list[Any] = []
+        for did, text in units:
+            vector = model.embed_document(text)
+            pid = str(uuid.uuid4())
+            owner[pid] = did
+            sparse = q.SparseVector(list(vector.indices), list(vector.values))
+            batch.append(q.Point(id=pid, vector={BM25: sparse}, payload={"doc_id": did}))
+            if len(batch) >= 1000:
+                shard.update(q.UpdateOperation.upsert_points(batch))
+                batch = []
+        if batch:
+            shard.update(q.UpdateOperation.upsert_points(batch))
+        hits: dict[str, list[tuple[str, float]]] = {}
+        for qid, text in queries.items():
+            vector = model.embed_query(text)
+            request = q.QueryRequest(
+                limit=limit,
+                query=q.Query.Nearest(q.SparseVector(list(vector.indices), list(vector.values)), using=BM25),
+                with_payload=False,
+                with_vector=False,
+            )
+            hits[qid] = [(owner[str(p.id)], float(p.score)) for p in shard.query(request)]
+        del shard
+    return hits
 
 
 POOLINGS = {"max": 1, "top2sum": 2}
