@@ -92,18 +92,7 @@ class Bench:
 
     def lengths(self, size: int, overlap: int) -> tuple[float, float, float]:
         """Mean BM25 token length, median token length and mean distinct terms of the chunks."""
-        k1, b, avg_len = 1.2, 0.75, 100.0
-        model = bm25_model(avg_len, k1, b)
-        tokens: list[float] = []
-        distinct: list[int] = []
-        for _, text in self.chunks(size, overlap):
-            vector = model.embed_document(text)
-            distinct.append(len(vector.indices))
-            if vector.values:
-                weight = min(vector.values)  # a term seen once (there is one in practically every chunk)
-                tokens.append(avg_len * ((k1 + 1) / weight - 1 - k1 * (1 - b)) / (k1 * b))
-            else:
-                tokens.append(0.0)
+        tokens, distinct = token_lengths([text for _, text in self.chunks(size, overlap)])
         return statistics.fmean(tokens), statistics.median(tokens), statistics.fmean(distinct)
 
     def run(self, setting: Setting) -> Result:
@@ -114,6 +103,23 @@ class Bench:
         hits = bm25_hits(model, chunks, self.data.queries, CHUNK_LIMIT)
         scores = {name: evaluate(self.data.qrels, pool(hits, top), ks=(10, 100)) for name, top in POOLINGS.items()}
         return Result(setting, len(chunks), scores, time.perf_counter() - t0)
+
+
+def token_lengths(texts: Sequence[str]) -> tuple[list[float], list[int]]:
+    """The length in BM25 tokens and the number of distinct terms of each text (as BM25 itself counts them)."""
+    k1, b, avg_len = 1.2, 0.75, 100.0
+    model = bm25_model(avg_len, k1, b)
+    tokens: list[float] = []
+    distinct: list[int] = []
+    for text in texts:
+        vector = model.embed_document(text)
+        distinct.append(len(vector.indices))
+        if vector.values:
+            weight = min(vector.values)  # a term seen once (there is one in practically every text)
+            tokens.append(avg_len * ((k1 + 1) / weight - 1 - k1 * (1 - b)) / (k1 * b))
+        else:
+            tokens.append(0.0)
+    return tokens, distinct
 
 
 def bm25_hits(

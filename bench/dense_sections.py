@@ -13,25 +13,31 @@ The fusion here is at document level, a simplification of the engine's (which fu
 section's lexical score): its two-source figures are printed next to the three-source ones so the difference is
 read within one method, and ``ragindex eval``'s own hybrid figure is the reference for the absolute level.
 
+``--baseline`` adds the issue's whole-document baseline on the same collection: the same model on whole documents
+(title + text, truncated by the model), BM25 on whole documents with bm25s's settings (k1 1.5, b 0.75, the
+collection's own mean length; ragindex's tokenizer, which reproduces bm25s's SciFact figure: 0.6866 vs 0.6863),
+fused by RRF k=60 as the baseline script did.
+
 Vectors are kept in ``--cache`` (one ``.npz`` per dataset and setting) so a second run encodes nothing.
 
 Usage::
 
     .venv/bin/python -m bench.dense_sections --data /work/shared/data/beir/scifact
-    .venv/bin/python -m bench.dense_sections --data /tmp/ragindex-en
+    .venv/bin/python -m bench.dense_sections --data /tmp/ragindex-en --baseline
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import statistics
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from bench.bm25_tuning import bm25_hits, bm25_model, pool
+from bench.bm25_tuning import bm25_hits, bm25_model, pool, token_lengths
 from ragindex.chunking.sections import with_sections
 from ragindex.config import Settings
 from ragindex.eval.beir import load_dataset
@@ -50,21 +56,25 @@ Units = list[tuple[str, str]]
 """(corpus id, indexed text) per unit."""
 
 
-def cut(root: Path, settings: Settings) -> tuple[Units, Units]:
-    """The chunks and the sections of every corpus document, as ragindex's ingest cuts and indexes them."""
+def cut(root: Path, settings: Settings) -> tuple[Units, Units, Units]:
+    """The chunks and the sections of every corpus document, as ragindex's ingest cuts and indexes them, and the
+    documents whole.
+    """
     data = load_dataset(root)
     chunker = build_chunker(settings)
     chunks: Units = []
     sections: Units = []
+    documents: Units = []
     for doc in RecordsLoader().load(data.corpus, data.corpus.read_bytes()):
         did = doc.source_uri.rsplit("#", 1)[1]
+        documents.append((did, doc.text))
         drafts = with_sections(
             doc, chunker.chunk(doc), max_chars=settings.section_max_chars, contextual=settings.contextual_chunks
         )
         for draft in drafts:
             unit = (did, indexed_text(draft.text, draft.context))
             (sections if draft.unit == Unit.SECTION else chunks).append(unit)
-    return chunks, sections
+    return chunks, sections, documents
 
 
 def encode(units: Units, settings: Settings, cache: Path) -> np.ndarray:
@@ -109,11 +119,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=Path("/work/shared/data/beir/scifact"))
     parser.add_argument("--cache", type=Path, default=Path("/tmp/ragindex-dense-sections"))
+    parser.add_argument("--baseline", action="store_true", help="add the whole-document baseline (issue 10)")
     args = parser.parse_args(argv)
 
     settings = Settings()
     data = load_dataset(args.data)
-    chunks, sections = cut(args.data, settings)
+    chunks, sections, documents = cut(args.data, settings)
     print(f"{args.data}: {len(chunks)} chunks, {len(sections)} sections, {len(data.queries)} queries", flush=True)
     qids = list(data.queries)
     query_vectors = build_dense_encoder(settings).encode_queries([data.queries[q] for q in qids])
@@ -130,6 +141,22 @@ def main(argv: Sequence[str] | None = None) -> None:
             runs[label] = {
                 qid: {f.id: f.score for f in fuse(fusion, {n: ranked(sources[n][qid]) for n in names})} for qid in qids
             }
+    if args.baseline:
+        mean_tokens = statistics.fmean(token_lengths([text for _, text in documents])[0])
+        print(f"  documents: {len(documents)}, mean BM25 length {mean_tokens:.0f} tokens", flush=True)
+        whole = {
+            "baseline dense (documents)": pool(
+                dense_hits(documents, encode(documents, settings, args.cache), query_vectors, qids), 1
+            ),
+            "baseline bm25 (documents, k1 1.5)": pool(
+                bm25_hits(bm25_model(mean_tokens, 1.5, 0.75), documents, data.queries, UNIT_LIMIT), 1
+            ),
+        }
+        runs.update(whole)
+        runs["baseline rrf k=60"] = {
+            qid: {f.id: f.score for f in fuse("rrf", {name: ranked(run[qid]) for name, run in whole.items()})}
+            for qid in qids
+        }
     print("| run | nDCG@10 | recall@100 | MRR@10 |\n|---|---:|---:|---:|")
     for label, run in runs.items():
         m = evaluate(data.qrels, run, ks=(10, 100))
