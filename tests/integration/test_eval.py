@@ -14,7 +14,7 @@ from ragindex.cli import eval as _eval  # noqa: F401 - registers eval
 from ragindex.cli.app import app
 from ragindex.config.settings import Settings
 from ragindex.engine import Engine
-from ragindex.errors import ValidationError
+from ragindex.errors import SourceUnavailableError, ValidationError
 from ragindex.eval.beir import load_dataset
 from ragindex.eval.runner import parse_modes, percentile, run_eval
 
@@ -135,12 +135,16 @@ def test_eval_reports_the_unit_of_each_source_and_refuses_one_the_index_does_not
         assert refused.exit_code == 2
         assert f"{mode.split(':')[0]} scores" in refused.output and fix in refused.output
     ingested: list[Any] = []
-    with (
-        Engine(Settings(data_dir=tmp_path / "e")) as engine,
-        pytest.raises(ValidationError, match="bm25 scores sections"),
-    ):
-        run_eval(engine, dataset, "bm25:chunk", on_ingest=ingested.append)
-    assert ingested == []  # refused before the ingest
+    with Engine(Settings(data_dir=tmp_path / "e")) as engine:
+        with pytest.raises(ValidationError, match="bm25 scores sections"):
+            run_eval(engine, dataset, "bm25:chunk", on_ingest=ingested.append)
+        with pytest.raises(SourceUnavailableError, match="configure a sparse provider"):
+            run_eval(engine, dataset, "dense,sparse", on_ingest=ingested.append)
+    assert ingested == []  # both refused before the ingest
+
+    with Engine(Settings(data_dir=tmp_path / "bm25-only", recall_enabled_sources="bm25")) as engine:
+        (hybrid,) = run_eval(engine, dataset, "hybrid", top_k=10)
+    assert hybrid.units == {"bm25": "section"}  # the sources hybrid ran, not every configured one
 
     with Engine(Settings(data_dir=tmp_path / "chunks", section_max_chars=0)) as engine:
         (only,) = run_eval(engine, dataset, "bm25:chunk", top_k=10)

@@ -196,23 +196,26 @@ def run_mode(
 
 
 def source_units(engine: Engine, spec: ModeSpec) -> dict[str, str]:
-    """The unit each source of ``spec`` scores in ``engine``'s index (hybrid: every enabled source).
+    """The unit each source of ``spec`` scores in ``engine``'s index (hybrid: every source it runs).
 
     Raises:
         ValidationError: ``spec`` names a unit its source does not score here (the message says which it does).
+        SourceUnavailableError: The mode's source is not configured or is disabled (as the search would raise).
     """
     from ragindex.pipeline.sync_limits import scored_units
+    from ragindex.retrieval.sources import enabled_by_setting, resolve
 
+    hybrid = spec.mode == SearchMode.HYBRID
+    enabled = enabled_by_setting(engine.settings.recall_enabled_sources)
+    sources = resolve(hybrid, None if hybrid else spec.mode, engine.kinds, enabled, None)
     units = scored_units(engine.kinds, engine.settings.section_max_chars)
-    if spec.mode == SearchMode.HYBRID:
-        return units
-    actual = units.get(spec.mode)
-    if spec.unit is not None and actual is not None and spec.unit != actual:
+    if spec.unit is not None and spec.unit != units[spec.mode]:
         raise ValidationError(
             "modes",
-            f"{spec.name!r}: {spec.mode} scores {actual}s in this index, not {spec.unit}s; {_UNIT_HINTS[spec.unit]}",
+            f"{spec.name!r}: {spec.mode} scores {units[spec.mode]}s in this index, not {spec.unit}s; "
+            f"{_UNIT_HINTS[spec.unit]}",
         )
-    return {spec.mode: actual} if actual is not None else {}
+    return {source: units[source] for source in sources}
 
 
 def limit(dataset: BeirDataset, count: int | None) -> BeirDataset:
@@ -257,12 +260,13 @@ def run_eval(
 
     Raises:
         ValidationError: Bad modes, top_k or dataset layout.
+        SourceUnavailableError: A mode's source is not configured or is disabled (before the ingest).
     """
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ValidationError("top_k", f"must be >= 1, got {top_k!r}")
     specs = parse_modes(modes)
     for spec in specs:
-        source_units(engine, spec)  # a unit the index does not give fails before the ingest
+        source_units(engine, spec)  # a unit the index does not give, or a source it lacks, fails before the ingest
     dataset = limit(load_dataset(dataset_dir), limit_queries)
     report = ingest_dataset(engine, dataset, user_id=user_id, set_id=set_id, progress=progress)
     if on_ingest is not None:
