@@ -75,8 +75,9 @@ def test_sections_carry_bm25_and_chunks_carry_dense(engine: Engine) -> None:
 
 def test_context_line_is_indexed_but_never_returned(engine: Engine) -> None:
     harvest = next(c for c in rows(engine, "guide.md", Unit.CHUNK) if "capped with wax" in c.content)
-    assert harvest.context == "Beekeeping guide > Harvest"  # the document title, then the heading
-    assert harvest.indexed_text.startswith("Beekeeping guide > Harvest\n")
+    # the document title; not the heading, which the chunk's own text opens with ("## Harvest")
+    assert harvest.content.startswith("## Harvest") and harvest.context == "Beekeeping guide"
+    assert harvest.indexed_text.startswith("Beekeeping guide\n## Harvest")
     hits = engine.search("beekeeping harvest honey", user_id=1, set_id=1, mode="dense").hits
     assert hits[0].chunk_id == harvest.chunk_id and hits[0].text == harvest.content
 
@@ -84,7 +85,7 @@ def test_context_line_is_indexed_but_never_returned(engine: Engine) -> None:
 def test_lexical_hits_are_the_best_matching_chunk_of_a_section(engine: Engine) -> None:
     result = engine.search("queen eggs spring", user_id=1, set_id=1, mode="bm25")
     top = result.hits[0]
-    assert "queen lays" in top.text and top.section == "Beekeeping guide"
+    assert "queen lays" in top.text and top.section == "The colony"  # the heading above its text, not the title
     hybrid = engine.search("how much surplus honey does a hive give", user_id=1, set_id=1, mode="hybrid").hits[0]
     assert "twenty kilograms" in hybrid.text
     assert set(hybrid.scores) == {"dense", "bm25"}  # its own dense evidence and its section's lexical evidence
@@ -96,7 +97,7 @@ def test_a_changed_section_alone_gets_new_rows(engine: Engine, corpus: Path) -> 
     report = engine.ingest([corpus])
     assert report.documents["changed"] == 1 and report.chunks["embedded"] == 1
     after = {s.section: s for s in rows(engine, "guide.md", Unit.SECTION)}
-    colony, harvest = "Beekeeping guide", "Harvest"
+    colony, harvest = "The colony", "Harvest"
     assert after[colony].chunk_id == before[colony].chunk_id  # unchanged: same id, same vectors
     assert after[harvest].chunk_id != before[harvest].chunk_id and "thirty" in after[harvest].content
     assert points(engine, before[harvest]) is None  # the old section's point is purged

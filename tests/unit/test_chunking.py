@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import re
 import shutil
 from pathlib import Path
 
@@ -254,6 +255,21 @@ def test_recursive_section_and_heading_boundaries() -> None:
         ("# Alpha\nalpha body text.", "Alpha"),
         ("## Beta\nbeta body text here.", "Beta"),
     ]
+
+
+def test_recursive_never_leaves_a_bodiless_heading_alone() -> None:
+    body = " ".join(f"Sentence {i} of the counts explains the survey of hive {i}." for i in range(30))  # > 512
+    text = f"# Apiary survey\n\n## Counts\n\n{body}\n\n## Notes\n\nShort.\n\n## Tools\n\n### Smokers\n\n{body}"
+    drafts = RecursiveChunker(512, 64).chunk(doc(text))
+    check_drafts(doc(text), drafts)
+    check_coverage(text, drafts)
+    assert not [d.text for d in drafts if re.fullmatch(r"(\s*#+ [^\n]*)+\s*", d.text)]  # no heading-only chunk
+    assert drafts[0].text.startswith("# Apiary survey\n\n## Counts\n\nSentence 0") and drafts[0].section == "Counts"
+    smokers = next(d for d in drafts if "### Smokers" in d.text)
+    assert smokers.text.startswith("## Tools\n\n### Smokers\n\nSentence 0") and smokers.section == "Smokers"
+    assert all(len(d.text) <= 512 for d in drafts)
+    # a heading that has a body keeps it, and a fitting section is still one chunk under its own heading
+    assert ("## Notes\n\nShort.", "Notes") in [(d.text, d.section) for d in drafts]
 
 
 # --- headings ----------------------------------------------------------------------------------

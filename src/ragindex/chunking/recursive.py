@@ -5,7 +5,7 @@ from __future__ import annotations
 from ragindex.chunking.fixed import CharacterChunker
 from ragindex.chunking.headings import Headings
 from ragindex.chunking.positions import make_drafts
-from ragindex.chunking.splitting import RecursiveSplitter, char_windows, strip_spans
+from ragindex.chunking.splitting import HEADINGS_ONLY, RecursiveSplitter, char_windows, strip_spans
 from ragindex.types import ChunkDraft, Document
 
 
@@ -22,8 +22,9 @@ class RecursiveChunker(CharacterChunker):
     else whitespace, else every ``size - overlap`` characters; adjacent pieces are merged up
     to ``size`` and a chunk repeats whole trailing pieces of the previous one up to
     ``overlap`` characters. Every chunk is an exact, whitespace-trimmed substring of the
-    document; together they cover every non-whitespace character. ``section`` is the last
-    markdown heading at or before the chunk start.
+    document; together they cover every non-whitespace character. A heading with no body of its own opens the
+    next chunk instead of standing alone. ``section`` is the last markdown heading above the chunk's first line
+    of text (``# Guide`` then ``## Setup`` then text: ``Setup``).
 
     Args:
         size: Maximum chunk length in characters.
@@ -45,4 +46,10 @@ class RecursiveChunker(CharacterChunker):
         splitter = RecursiveSplitter(text, self.size, self.overlap, _length, self._hard_cut)
         spans = strip_spans(text, splitter.split(0, len(text)))
         headings = Headings(text)
-        return make_drafts(document, [(s, e, headings.section_at(s)) for s, e in spans])
+        return make_drafts(document, [(s, e, headings.section_at(_body_start(text, s, e))) for s, e in spans])
+
+
+def _body_start(text: str, start: int, end: int) -> int:
+    """Where the chunk ``text[start:end]`` leaves its leading heading lines (``start`` if it is nothing else)."""
+    lead = HEADINGS_ONLY.match(text, start, end)
+    return lead.end() if lead is not None and lead.end() < end else start

@@ -9,12 +9,15 @@ then sentence boundaries. A document without headings still gets sections, by si
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ragindex.chunking.splitting import HEADINGS_ONLY
 from ragindex.types import ChunkDraft, Document, Unit
 
 CONTEXT_SEPARATOR = " > "
+_HEADING_TITLE = re.compile(r"^[ \t]*#{1,6}[ \t]+(.*?)[ \t#]*$", re.MULTILINE)
 _MAX_CONTEXT_CHARS = 300
 
 
@@ -52,14 +55,25 @@ def with_sections(
 
 
 def context_line(title: str | None, heading: str | None, text: str) -> str | None:
-    """``Title > Heading`` for a piece of text, leaving out what the text already starts with (None if nothing)."""
-    start = text.lstrip()[:_MAX_CONTEXT_CHARS]
+    """``Title > Heading`` for a piece of text, leaving out what the text already opens with (None if nothing).
+
+    A text opens with its leading markdown heading lines (``# Guide`` / ``## Setup``: both named already) and its
+    first line of text (a record that starts with its own title).
+    """
+    opening = _opening(text)
     parts = [p.strip() for p in (title, heading) if p and p.strip()]
-    parts = [p for p in parts if not start.startswith(p)]
+    parts = [p for p in parts if not any(line.startswith(p) for line in opening)]
     if len(parts) == 2 and parts[1].startswith(parts[0]):  # a heading path that already names the title
         parts = parts[1:]
     line = CONTEXT_SEPARATOR.join(parts)[:_MAX_CONTEXT_CHARS]
     return line or None
+
+
+def _opening(text: str) -> list[str]:
+    """The titles of ``text``'s leading heading lines, then the start of its first line of text."""
+    lead = HEADINGS_ONLY.match(text)
+    titles = _HEADING_TITLE.findall(lead.group()) if lead else []
+    return [*titles, text[lead.end() if lead else 0 :].lstrip()[:_MAX_CONTEXT_CHARS]]
 
 
 def _chunk_context(document: Document, draft: ChunkDraft) -> str | None:

@@ -1,12 +1,12 @@
 """The recursive splitting core shared by the recursive (chars) and structure (tokens) chunkers.
 
-Semantics follow LangChain's ``RecursiveCharacterTextSplitter``: split at the coarsest
-separator present (markdown headings, paragraphs, lines, sentences, clauses, whitespace), merge adjacent
-pieces up to the size, recurse into pieces that are still too big, and cut hard as the
-last resort. Unlike LangChain every piece is a ``(start, end)`` span of the original
-text (separators stay attached to the piece they end), so chunks are exact substrings
-and keep their character offsets. Sizes are measured by a pluggable ``measure(start,
-end)`` that must be additive over adjacent spans (characters; tokens of a
+Semantics follow LangChain's ``RecursiveCharacterTextSplitter``: split at the coarsest separator present (markdown
+headings, paragraphs, lines, sentences, clauses, whitespace), merge adjacent pieces up to the size, recurse into
+pieces that are still too big, and cut hard as the last resort. Unlike LangChain, a heading with no body of its own
+(a title right above a subheading) is never left alone in a chunk when the text it heads is too big: it opens
+that text's first chunk. And every piece is a ``(start, end)`` span of the original text (separators
+stay attached to the piece they end), so chunks are exact substrings and keep their character offsets. Sizes are
+measured by a pluggable ``measure(start, end)`` that must be additive over adjacent spans (characters; tokens of a
 pre-tokenised text).
 """
 
@@ -34,6 +34,9 @@ SEPARATORS: tuple[re.Pattern[str], ...] = (
 
 HEADING, PARAGRAPH = 0, 1
 """Levels of :data:`SEPARATORS` to start from (whole documents; sections without headings)."""
+
+HEADINGS_ONLY = re.compile(r"(?:\s* {0,3}#{1,6}[ \t]+[^\n]*)+\s*")
+"""Text that is markdown heading lines and nothing else (``# Guide\n\n## Setup\n``)."""
 
 
 class RecursiveSplitter:
@@ -83,6 +86,9 @@ class RecursiveSplitter:
             if n <= self.size:
                 fitting.append((s, e, n))
                 continue
+            # headings with no body of their own travel with the text they head, into its first chunk
+            while fitting and HEADINGS_ONLY.fullmatch(self.text, fitting[-1][0], fitting[-1][1]):
+                s = fitting.pop()[0]
             if fitting:
                 out.extend(self._merge(fitting))
                 fitting = []
