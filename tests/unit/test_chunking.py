@@ -24,6 +24,7 @@ from ragindex.chunking import (
 from ragindex.chunking.headings import find_headings
 from ragindex.chunking.layout import LayoutChunker
 from ragindex.chunking.positions import make_drafts
+from ragindex.chunking.sections import context_line
 from ragindex.errors import ConfigurationError
 from ragindex.types import ChunkDraft, Document, PageSpan
 
@@ -270,6 +271,16 @@ def test_recursive_never_leaves_a_bodiless_heading_alone() -> None:
     assert all(len(d.text) <= 512 for d in drafts)
     # a heading that has a body keeps it, and a fitting section is still one chunk under its own heading
     assert ("## Notes\n\nShort.", "Notes") in [(d.text, d.section) for d in drafts]
+
+
+def test_recursive_heading_checks_stay_linear_on_hostile_lines() -> None:
+    # "# x # x ..." could be cut into headings at every "# " by a looser pattern: exponential backtracking, a hang
+    hostile = "# " + "x # " * 3000 + "\n" + "# x " * 3000 + "\nnot a heading\n\n"
+    body = "Plain words follow here. " * 100
+    text = hostile + body + "\n\n## End\n\n" + body
+    drafts = RecursiveChunker(512, 64).chunk(doc(text))
+    check_coverage(text, drafts)
+    assert context_line("Title", "Other", text) == "Title > Other"
 
 
 # --- headings ----------------------------------------------------------------------------------

@@ -35,8 +35,10 @@ SEPARATORS: tuple[re.Pattern[str], ...] = (
 HEADING, PARAGRAPH = 0, 1
 """Levels of :data:`SEPARATORS` to start from (whole documents; sections without headings)."""
 
-HEADINGS_ONLY = re.compile(r"(?:\s* {0,3}#{1,6}[ \t]+[^\n]*)+\s*")
-"""Text that is markdown heading lines and nothing else (``# Guide\n\n## Setup\n``)."""
+HEADINGS_ONLY = re.compile(r"(?:[ \t]*\n)*(?: {0,3}#{1,6}[ \t][^\n]*(?:\n(?:[ \t]*\n)*|\Z))+[ \t]*")
+"""Markdown heading lines and blank lines (``# Guide\n\n## Setup\n``): ``fullmatch`` tells a text that is nothing
+else, ``match`` finds the headings a text opens with. Each repetition starts at a line start, so a line with many
+``#`` never backtracks."""
 
 
 class RecursiveSplitter:
