@@ -31,6 +31,7 @@ Usage::
 
     .venv/bin/python -m bench.manpages zh [OUT_DIR]          # default /tmp/ragindex-zh
     .venv/bin/python -m bench.manpages en [OUT_DIR]          # default /tmp/ragindex-man-en
+    .venv/bin/python -m bench.manpages en OUT_DIR --markdown # the same pages with "## SYNOPSIS" heading lines
     .venv/bin/python -m bench.manpages zh OUT_DIR --source manpages-zh_1.6.4.0-1_all.deb   # or an extracted tree
     .venv/bin/ragindex --data-dir /tmp/zh-eval eval OUT_DIR --modes dense,bm25,hybrid,hybrid:dbsf --json
 """
@@ -178,8 +179,11 @@ def render(source: str) -> list[tuple[str, list[str]]]:
     return [(heading, paragraphs) for heading, paragraphs in sections if heading or paragraphs]
 
 
-def parse_page(page_id: str, source: str) -> Page | None:
-    """A page's NAME line split into names and description, and the rest of the page; None without NAME."""
+def parse_page(page_id: str, source: str, *, markdown: bool = False) -> Page | None:
+    """A page's NAME line split into names and description, and the rest of the page; None without NAME.
+
+    ``markdown``: each section heading becomes a ``## HEADING`` line and paragraphs are separated by blank lines.
+    """
     sections = render(source)
     for position, (heading, paragraphs) in enumerate(sections):
         if any(heading.startswith(name) for name in NAME_HEADINGS):
@@ -188,8 +192,9 @@ def parse_page(page_id: str, source: str) -> Page | None:
             names, description = parts[0].strip(), parts[1].strip().rstrip("。.") if len(parts) == 2 else ""
             description = _STAMP.sub("", description)
             rest = [s for i, s in enumerate(sections) if i != position]
+            joint, mark = ("\n\n", "## ") if markdown else ("\n", "")
             body = "\n\n".join(
-                "\n".join(([heading] if heading else []) + paragraphs) for heading, paragraphs in rest
+                joint.join(([mark + heading] if heading else []) + paragraphs) for heading, paragraphs in rest
             ).strip()
             return Page(page_id=page_id, names=names, description=description, body=body)
     return None
@@ -235,10 +240,12 @@ def is_query(description: str, *, lang: str, min_han: int, min_words: int) -> bo
     return len(description.split()) >= min_words
 
 
-def build(tree: Path, out: Path, *, lang: str, max_chars: int, min_han: int, min_words: int) -> dict[str, int]:
+def build(
+    tree: Path, out: Path, *, lang: str, max_chars: int, min_han: int, min_words: int, markdown: bool = False
+) -> dict[str, int]:
     """Write ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/test.tsv`` under ``out``; return counts."""
     sources = man_pages(tree, LANGUAGES[lang].man_dir)
-    pages = [p for page_id, source in sources if (p := parse_page(page_id, source)) and p.body]
+    pages = [p for page_id, source in sources if (p := parse_page(page_id, source, markdown=markdown)) and p.body]
     by_description: dict[str, list[str]] = {}
     for page in pages:
         if is_query(page.description, lang=lang, min_han=min_han, min_words=min_words):
@@ -270,13 +277,22 @@ def main() -> None:
     parser.add_argument("--max-chars", type=int, default=4000, help="cut each page after this many characters")
     parser.add_argument("--min-han", type=int, default=4, help="zh: Han characters a description needs")
     parser.add_argument("--min-words", type=int, default=3, help="en: words a description needs")
+    parser.add_argument(
+        "--markdown", action="store_true", help="section headings as '## HEADING' lines (chunks get headings)"
+    )
     args = parser.parse_args()
     language = LANGUAGES[args.lang]
     out = args.out or language.default_out
     with tempfile.TemporaryDirectory() as scratch:
         tree = extract(language, args.source, Path(scratch))
         counts = build(
-            tree, out, lang=args.lang, max_chars=args.max_chars, min_han=args.min_han, min_words=args.min_words
+            tree,
+            out,
+            lang=args.lang,
+            max_chars=args.max_chars,
+            min_han=args.min_han,
+            min_words=args.min_words,
+            markdown=args.markdown,
         )
     print(json.dumps({"out": str(out), **counts}))
 
