@@ -36,9 +36,9 @@ HEADING, PARAGRAPH = 0, 1
 """Levels of :data:`SEPARATORS` to start from (whole documents; sections without headings)."""
 
 HEADINGS_ONLY = re.compile(r"(?:[ \t]*\n)*(?: {0,3}#{1,6}[ \t][^\n]*(?:\n(?:[ \t]*\n)*|\Z))+[ \t]*")
-"""Markdown heading lines and blank lines (``# Guide\n\n## Setup\n``): ``fullmatch`` tells a text that is nothing
-else, ``match`` finds the headings a text opens with. Each repetition starts at a line start, so a line with many
-``#`` never backtracks."""
+"""Markdown heading lines and blank lines (``# Guide``, a blank line, ``## Setup``): ``fullmatch`` tells a text
+that is nothing else, ``match`` finds the headings a text opens with. Each repetition starts at a line start, so a
+line with many ``#`` never backtracks."""
 
 
 class RecursiveSplitter:
