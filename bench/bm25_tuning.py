@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ragindex.chunking.factory import build_chunker
-from ragindex.eval.beir import BeirDataset, load_dataset
+from ragindex.eval.beir import BeirDataset, corpus_id, load_dataset
 from ragindex.eval.metrics import evaluate
 from ragindex.loaders.records import RecordsLoader
 
@@ -79,7 +79,7 @@ class Bench:
     def __init__(self, root: Path) -> None:
         self.data: BeirDataset = load_dataset(root)
         documents = RecordsLoader().load(self.data.corpus, self.data.corpus.read_bytes())
-        self.documents = [(d.source_uri.rsplit("#", 1)[1], d) for d in documents]
+        self.documents = [(corpus_id(d.source_uri), d) for d in documents]
         self._chunks: dict[tuple[int, int], list[tuple[str, str]]] = {}
 
     def chunks(self, size: int, overlap: int) -> list[tuple[str, str]]:

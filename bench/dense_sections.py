@@ -40,7 +40,7 @@ import numpy as np
 from bench.bm25_tuning import bm25_hits, bm25_model, pool, token_lengths
 from ragindex.chunking.sections import with_sections
 from ragindex.config import Settings
-from ragindex.eval.beir import load_dataset
+from ragindex.eval.beir import BeirDataset, corpus_id, load_dataset
 from ragindex.eval.metrics import evaluate
 from ragindex.factory import build_chunker, build_dense_encoder
 from ragindex.loaders.records import RecordsLoader
@@ -56,17 +56,16 @@ Units = list[tuple[str, str]]
 """(corpus id, indexed text) per unit."""
 
 
-def cut(root: Path, settings: Settings) -> tuple[Units, Units, Units]:
+def cut(data: BeirDataset, settings: Settings) -> tuple[Units, Units, Units]:
     """The chunks and the sections of every corpus document, as ragindex's ingest cuts and indexes them, and the
     documents whole.
     """
-    data = load_dataset(root)
     chunker = build_chunker(settings)
     chunks: Units = []
     sections: Units = []
     documents: Units = []
     for doc in RecordsLoader().load(data.corpus, data.corpus.read_bytes()):
-        did = doc.source_uri.rsplit("#", 1)[1]
+        did = corpus_id(doc.source_uri)
         documents.append((did, doc.text))
         drafts = with_sections(
             doc, chunker.chunk(doc), max_chars=settings.section_max_chars, contextual=settings.contextual_chunks
@@ -115,6 +114,16 @@ def ranked(run: dict[str, float]) -> list[tuple[str, float]]:
     return sorted(run.items(), key=lambda kv: (-kv[1], kv[0]))[:CANDIDATES]
 
 
+def fused(
+    fusion: str, sources: dict[str, dict[str, dict[str, float]]], qids: Sequence[str]
+) -> dict[str, dict[str, float]]:
+    """Per query, the document runs of ``sources`` fused by ragindex's ``fusion``."""
+    return {
+        qid: {f.id: f.score for f in fuse(fusion, {name: ranked(run[qid]) for name, run in sources.items()})}
+        for qid in qids
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=Path("/work/shared/data/beir/scifact"))
@@ -124,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     settings = Settings()
     data = load_dataset(args.data)
-    chunks, sections, documents = cut(args.data, settings)
+    chunks, sections, documents = cut(data, settings)
     print(f"{args.data}: {len(chunks)} chunks, {len(sections)} sections, {len(data.queries)} queries", flush=True)
     qids = list(data.queries)
     query_vectors = build_dense_encoder(settings).encode_queries([data.queries[q] for q in qids])
@@ -137,10 +146,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     runs: dict[str, dict[str, dict[str, float]]] = dict(sources)
     for fusion in ("dbsf", "rrf"):
         for names in (("dense", "bm25"), ("dense", "bm25", "dense_section"), ("dense", "dense_section")):
-            label = f"{fusion}({' + '.join(names)})"
-            runs[label] = {
-                qid: {f.id: f.score for f in fuse(fusion, {n: ranked(sources[n][qid]) for n in names})} for qid in qids
-            }
+            runs[f"{fusion}({' + '.join(names)})"] = fused(fusion, {n: sources[n] for n in names}, qids)
     if args.baseline:
         mean_tokens = statistics.fmean(token_lengths([text for _, text in documents])[0])
         print(f"  documents: {len(documents)}, mean BM25 length {mean_tokens:.0f} tokens", flush=True)
@@ -153,10 +159,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             ),
         }
         runs.update(whole)
-        runs["baseline rrf k=60"] = {
-            qid: {f.id: f.score for f in fuse("rrf", {name: ranked(run[qid]) for name, run in whole.items()})}
-            for qid in qids
-        }
+        runs["baseline rrf k=60"] = fused("rrf", whole, qids)
     print("| run | nDCG@10 | recall@100 | MRR@10 |\n|---|---:|---:|---:|")
     for label, run in runs.items():
         m = evaluate(data.qrels, run, ks=(10, 100))

@@ -9,15 +9,14 @@ then sentence boundaries. A document without headings still gets sections, by si
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ragindex.chunking.headings import find_headings
 from ragindex.chunking.splitting import HEADINGS_ONLY
 from ragindex.types import ChunkDraft, Document, Unit
 
 CONTEXT_SEPARATOR = " > "
-_HEADING_LINE = re.compile(r"^[ \t]*#{1,6}[ \t]+([^\n]*)", re.MULTILINE)
 _MAX_CONTEXT_CHARS = 300
 
 
@@ -72,7 +71,7 @@ def context_line(title: str | None, heading: str | None, text: str) -> str | Non
 def _opening(text: str) -> list[str]:
     """The titles of ``text``'s leading heading lines, then the start of its first line of text."""
     lead = HEADINGS_ONLY.match(text)
-    titles = [line.rstrip(" \t#") for line in _HEADING_LINE.findall(lead.group())] if lead else []
+    titles = [heading.title for heading in find_headings(lead.group())] if lead else []
     return [*titles, text[lead.end() if lead else 0 :].lstrip()[:_MAX_CONTEXT_CHARS]]
 
 
