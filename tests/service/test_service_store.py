@@ -1,4 +1,4 @@
-"""The service's own store (jobs, api_keys: migrations m003/m004) on SQLite, MariaDB and PostgreSQL."""
+"""The service's own store (jobs, api_keys: migrations m003/m004/m013) on SQLite, MariaDB and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ def test_a_database_made_by_an_earlier_version_is_not_migrated_again(url: str) -
 
     engine = create_engine(url)
     try:
-        applied = apply_migrations(engine, (*MIGRATIONS[:2], *SERVICE_MIGRATIONS))  # the single list of 0.1
+        applied = apply_migrations(engine, (*MIGRATIONS[:2], *SERVICE_MIGRATIONS[:2]))  # the single list of 0.1
         assert applied == ["m001_initial_schema", "m002_mysql_exact_keys_and_times", "m003_jobs", "m004_api_keys"]
         with engine.begin() as conn:
             conn.execute(
@@ -154,3 +154,42 @@ def test_set_job_status_with_expected_is_a_compare_and_set(store: SqlServiceStor
     job = store.get_job("j")
     assert job.status == "cancelled" and job.started_at is None and job.finished_at is not None
     assert store.set_job_status("j", "running") is True, "without expected the move is unconditional"
+
+
+def test_jobs_count_their_starts_and_a_database_made_before_m013_counts_from_zero(url: str) -> None:
+    """``jobs.starts`` (m013) is added where it lacks; ``started`` counts a start, ``unstarted`` takes it back."""
+    from sqlalchemy import create_engine, text
+
+    from ragindex.clock import utcnow
+    from ragindex.service.schema import SERVICE_MIGRATIONS
+    from ragindex.store.migrations import MIGRATIONS, apply_migrations
+
+    engine = create_engine(url)
+    try:
+        apply_migrations(engine, (*MIGRATIONS[:2], *SERVICE_MIGRATIONS[:2]))
+        with engine.begin() as conn:
+            conn.execute(text("ALTER TABLE jobs DROP COLUMN starts"))  # the table as m003 made it before m013
+            conn.execute(
+                text(
+                    "INSERT INTO jobs (job_id, user_id, set_id, kind, status, files, created_at) "
+                    "VALUES ('old', 1, 1, 'ingest', 'running', '[]', :now)"
+                ),
+                {"now": utcnow()},
+            )
+    finally:
+        engine.dispose()
+    service = SqlServiceStore(url)
+    try:
+        assert apply_migrations(service.engine, SERVICE_MIGRATIONS) == []
+        assert service.get_job("old").starts == 0
+        service.create_job("new", user_id=1, set_id=1, kind="ingest", status="queued", files=[])
+        assert service.get_job("new").starts == 0
+        for n in (1, 2):
+            assert service.set_job_status("new", "running", started=True)
+            assert service.get_job("new").starts == n
+        assert service.set_job_status("new", "queued", unstarted=True, expected=["running"])
+        job = service.get_job("new")
+        assert (job.status, job.starts) == ("queued", 1)
+        assert service.set_job_status("old", "running", started=True) and service.get_job("old").starts == 1
+    finally:
+        service.close()

@@ -277,3 +277,38 @@ def test_a_worker_skips_a_cancelled_queued_job_and_stops_a_cancelled_running_one
         queue.close()
         truth.close()
     assert code == 0, worker.output()
+
+
+def test_a_job_whose_workers_died_under_it_max_starts_times_is_failed_not_run_again(
+    tmp_path: Path, blobs: Path, settings: Settings, store: Any, queues: Queues, redis_url: str
+) -> None:
+    """The broker redelivers the job of a dead worker without counting a retry; the job row counts its starts.
+
+    Two jobs were started by workers that died (each start recorded as a worker records it): the one with two
+    starts runs a third time, the one with the default RAGINDEX_JOB_MAX_STARTS (3) is failed and announced.
+    """
+    user = USER + 2
+    broker = build_broker(redis_url)
+    queue = IngestQueue(broker, queues.ingest)
+    files = sorted(str(p) for p in blobs.iterdir())
+    doomed, survivor = uuid.uuid4().hex, uuid.uuid4().hex
+    for job_id, deaths in ((doomed, 3), (survivor, 2)):
+        store.create_job(job_id, user_id=user, set_id=SET, kind="ingest", status="queued", files=files)
+        for _ in range(deaths):  # a worker took it (running, one more start) and died: the broker redelivers it
+            assert store.set_job_status(job_id, "running", started=True)
+    worker = WorkerProcess(_env(settings, redis_url, queues), tmp_path / "worker.log", "--queue", queues.ingest)
+    try:
+        queue.enqueue(doomed, user, SET, files)
+        queue.enqueue(survivor, user, SET, files)
+        messages, _documents = collect_events(broker, queues.results, 2, worker)
+        events = {m.args[0]["job_id"]: m.args[0] for m in messages}
+        assert events[doomed]["status"] == "failed", events[doomed]
+        assert "started 3 times" in events[doomed]["error"] and "RAGINDEX_JOB_MAX_STARTS=3" in events[doomed]["error"]
+        job = store.get_job(doomed)
+        assert (job.status, job.starts, job.error) == ("failed", 3, events[doomed]["error"])
+        assert events[survivor]["status"] == "success", events[survivor]
+        assert store.get_job(survivor).starts == 3
+    finally:
+        code = worker.stop()
+        queue.close()
+    assert code == 0, worker.output()

@@ -88,6 +88,8 @@ def _start(settings: Settings, service: ServiceSettings, given: ServiceEngine | 
         runner = JobRunner(
             engine,
             store,
+            workers=service.job_workers,
+            max_starts=service.job_max_starts,
             torch_threads=service.job_torch_threads,
             on_done=job_done,
             dispatch=ingest_queue.enqueue if ingest_queue is not None else None,

@@ -36,11 +36,20 @@ class ServiceEngine(ThreadedEngine):
             query_batch_max=query_batch_max,
             query_torch_threads=query_torch_threads,
         )
-        self._ingest_lock = threading.Lock()
+        self._ingest_locks: dict[tuple[int, int], threading.Lock] = {}
+        self._ingest_locks_lock = threading.Lock()
 
     def ingest(self, paths: Sequence[str | Path], **options: Any) -> IngestReport:
-        """:meth:`Engine.ingest`, one at a time: the job thread and a ``ragindex watch --serve`` watcher take turns."""
-        with self._ingest_lock:
+        """:meth:`Engine.ingest`, one at a time per set; ingests of different sets run side by side.
+
+        Two ingests of one set (a job and a ``ragindex watch --serve`` watcher) take turns: both would diff the
+        same documents. Ingests of different sets share nothing they write but the index thread and the truth
+        store, whose chunk claims are compare-and-set; each parses in a child process of its own.
+        """
+        key = (int(options.get("user_id", 1)), int(options.get("set_id", 1)))
+        with self._ingest_locks_lock:
+            lock = self._ingest_locks.setdefault(key, threading.Lock())
+        with lock:
             return super().ingest(paths, **options)
 
     def optimize_all(self) -> dict[str, bool]:

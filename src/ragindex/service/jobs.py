@@ -1,15 +1,24 @@
-"""The in-process job runner of the embedded default: one background thread runs upload ingests in order.
+"""The in-process job runner of the embedded default: a few job threads run upload ingests, fair between tenants.
 
-A job is recorded in the truth store (``jobs``) before it is queued, so a restarted service
-re-queues whatever was queued or running (ingest is idempotent: files already done are
-skipped by their hash). The job thread limits its torch threads so that query encoding keeps
-a core while chunks are being embedded.
+Each tenant has its own queue of waiting jobs. A tenant's jobs run one at a time, in the order they were
+submitted; tenants with waiting jobs take turns (round-robin) for the ``RAGINDEX_JOB_WORKERS`` job threads. So a
+tenant whose file takes the whole parse timeout holds one thread, never every thread: another tenant's job starts
+on the next free thread at once. Two jobs of different tenants run side by side: each ingest parses in a child
+process of its own, embeds on its own thread, and writes the index through the one index thread
+(:mod:`ragindex.threads`), call by call between the searches; chunk claims are compare-and-set in the truth store.
+
+A job is recorded in the truth store (``jobs``) before it is queued, so a restarted service re-queues whatever was
+queued or running (ingest is idempotent: files already done are skipped by their hash). Each start is counted
+(``jobs.starts``): a job left ``running`` by ``RAGINDEX_JOB_MAX_STARTS`` processes that ended under it (a crash, an
+out-of-memory kill, a liveness probe restarting a frozen process) is failed with that reason instead of being run
+again, so one file cannot stop every new process. A job still running at a clean shutdown is handed back to the
+queue with its start not counted. Each job thread limits its torch threads so that query encoding keeps a core
+while chunks are being embedded.
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 import uuid
@@ -21,7 +30,7 @@ from ragindex.engine import Engine
 from ragindex.pipeline.sync import IngestReport
 from ragindex.service.cancel import CancelCheck, JobCancelled, finish_cancelled
 from ragindex.service.executor import set_torch_threads
-from ragindex.service.job_state import JobState, outcome
+from ragindex.service.job_state import JobState, crash_looped, give_up, outcome
 from ragindex.service.store import JobRow, JobStore
 
 log = logging.getLogger(__name__)
@@ -32,14 +41,70 @@ JobDone = Callable[[JobRow, IngestReport | None], None]
 Dispatch = Callable[[str, int, int, Sequence[Path]], None]  # (job_id, user_id, set_id, files) -> enqueued
 
 
+class TenantQueues:
+    """Waiting jobs, one queue per tenant, handed out round-robin to the tenants that have no job running.
+
+    Thread-safe: job threads block in :meth:`take` until a job of an idle tenant waits or :meth:`close` is called.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._waiting: dict[int, list[str]] = {}  # tenants in turn order (dicts keep insertion order)
+        self._busy: set[int] = set()  # tenants with a job running
+        self._closed = False
+
+    def put(self, user_id: int, job_id: str) -> None:
+        """Queue a job of ``user_id`` behind that tenant's other waiting jobs."""
+        with self._cond:
+            self._waiting.setdefault(user_id, []).append(job_id)
+            self._cond.notify()
+
+    def take(self) -> tuple[int, str] | None:
+        """The next job ``(user_id, job_id)`` of the first idle tenant in turn (then last in turn); None once closed.
+
+        The tenant is busy until :meth:`done`.
+        """
+        with self._cond:
+            while not self._closed:
+                for user_id, jobs in self._waiting.items():
+                    if user_id not in self._busy:
+                        job_id = jobs.pop(0)
+                        del self._waiting[user_id]
+                        if jobs:
+                            self._waiting[user_id] = jobs  # its next job waits for its turn again
+                        self._busy.add(user_id)
+                        return user_id, job_id
+                self._cond.wait()
+            return None
+
+    def done(self, user_id: int) -> None:
+        """The job of ``user_id`` taken last has ended: the tenant's next job may start."""
+        with self._cond:
+            self._busy.discard(user_id)
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        """Wake every waiting thread with None (jobs still waiting stay queued in the truth store)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def __len__(self) -> int:
+        with self._cond:
+            return sum(map(len, self._waiting.values()))
+
+
 class JobRunner:
-    """Runs ingest jobs one after another on the ``ragindex-jobs`` thread.
+    """Runs ingest jobs on ``workers`` job threads (``ragindex-jobs-N``), fair between tenants.
 
     Args:
         engine: The service's engine.
         store: Where jobs are recorded (the service's own store).
-        torch_threads: torch threads of the job thread.
-        on_done: Called after each job (metrics).
+        workers: Job threads (``RAGINDEX_JOB_WORKERS``).
+        max_starts: Starts after which a job its processes never finished is failed (``RAGINDEX_JOB_MAX_STARTS``).
+        torch_threads: torch threads of each job thread.
+        on_done: Called after each job (metrics, events).
+        dispatch: Set: jobs go to the broker's workers (:mod:`ragindex.service.queue`) and none runs here.
     """
 
     def __init__(
@@ -47,45 +112,85 @@ class JobRunner:
         engine: Engine,
         store: JobStore,
         *,
+        workers: int = 2,
+        max_starts: int = 3,
         torch_threads: int = 1,
         on_done: JobDone | None = None,
         dispatch: Dispatch | None = None,
     ) -> None:
-        self.dispatch = dispatch  # set: jobs go to the broker's workers (ragindex.service.queue), none run here
+        self.dispatch = dispatch
         self.engine = engine
         self.store = store
+        self.workers = workers
+        self.max_starts = max_starts
         self.torch_threads = torch_threads
         self.on_done = on_done
-        self._queue: queue.Queue[str | None] = queue.Queue()
-        self._thread: threading.Thread | None = None
+        self._queues = TenantQueues()
+        self._threads: list[threading.Thread] = []
         self._progress: dict[str, dict[str, Any]] = {}
+        self._running: dict[str, float] = {}  # job id -> when it started (monotonic)
         self._lock = threading.Lock()
-        self.current: str | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
-        """Re-queue jobs a previous process left unfinished (finish those it was cancelling), then start the thread."""
+        """Settle what a previous process left, then start the job threads.
+
+        Jobs it was cancelling are finished; jobs it left running are re-queued, or failed once they used up
+        their starts; queued jobs are re-queued, oldest first.
+        """
         for job in self.store.jobs_with_status([JobState.CANCELLING]):
             finish_cancelled(self.store, self.engine.store, job.job_id, self.engine.kinds)
         for job in self.store.jobs_with_status([JobState.RUNNING, JobState.QUEUED]):
-            log.info("re-queueing unfinished job %s", job.job_id)
-            self.store.set_job_status(job.job_id, JobState.QUEUED)
-            self._queue.put(job.job_id)
-        self._thread = threading.Thread(target=self._loop, name="ragindex-jobs", daemon=True)
-        self._thread.start()
+            if crash_looped(job, self.max_starts):
+                log.error("job %s: its process ended under it %d times; failed, not run again", job.job_id, job.starts)
+                if give_up(self.store, self.engine.store, job, self.engine.kinds, self.max_starts):
+                    self._finished(job.job_id, None)
+                continue
+            if job.status == JobState.RUNNING:
+                log.warning("job %s was running when its process ended (start %d); re-queued", job.job_id, job.starts)
+                if not self.store.set_job_status(job.job_id, JobState.QUEUED, expected=[JobState.RUNNING]):
+                    continue
+            else:
+                log.info("re-queueing job %s", job.job_id)
+            self._queues.put(job.user_id, job.job_id)
+        for n in range(self.workers):
+            thread = threading.Thread(target=self._loop, name=f"ragindex-jobs-{n}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
 
     def stop(self, timeout: float) -> bool:
-        """Stop after the running job (waiting up to ``timeout`` s); True when the thread ended."""
-        if self._thread is None:
-            return True
-        self._queue.put(None)
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
+        """Stop after the running jobs (waiting up to ``timeout`` s in all); True when every job thread ended.
+
+        A job still running then is handed back to the queue (``queued``, its start not counted: a clean shutdown
+        is no crash), so the next start runs it again.
+        """
+        self._queues.close()
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        with self._lock:
+            running = list(self._running)
+        for job_id in running:
+            if self.store.set_job_status(job_id, JobState.QUEUED, unstarted=True, expected=[JobState.RUNNING]):
+                log.warning("job %s is still running at shutdown: handed back to the queue", job_id)
+        return not any(t.is_alive() for t in self._threads)
 
     @property
     def depth(self) -> int:
-        """Jobs waiting in the queue."""
-        return self._queue.qsize()
+        """Jobs waiting for a job thread (every tenant's)."""
+        return len(self._queues)
+
+    @property
+    def running(self) -> list[str]:
+        """The jobs running now, the longest-running first."""
+        with self._lock:
+            return sorted(self._running, key=self._running.__getitem__)
+
+    @property
+    def current(self) -> str | None:
+        """The longest-running job, or None when no job runs."""
+        running = self.running
+        return running[0] if running else None
 
     # ------------------------------------------------------------------ API
     def submit_ingest(self, *, user_id: int, set_id: int, files: Sequence[Path]) -> str:
@@ -107,7 +212,7 @@ class JobRunner:
                 self.store.set_job_status(job_id, JobState.FAILED, finished=True, error=message)
                 raise
             return job_id
-        self._queue.put(job_id)
+        self._queues.put(user_id, job_id)
         return job_id
 
     def progress(self, job_id: str) -> dict[str, Any] | None:
@@ -116,22 +221,25 @@ class JobRunner:
             live = self._progress.get(job_id)
             return {k: dict(v) if isinstance(v, dict) else v for k, v in live.items()} if live else None
 
-    # ------------------------------------------------------------------ the job thread
+    # ------------------------------------------------------------------ the job threads
     def _loop(self) -> None:
         set_torch_threads(self.torch_threads)
-        for job_id in iter(self._queue.get, None):  # until stop() queues None
+        while (taken := self._queues.take()) is not None:  # until stop() closes the queues
+            user_id, job_id = taken
             try:
                 self._run(job_id)
             except Exception:  # the runner must survive anything a job does
                 log.exception("job %s crashed", job_id)
+            finally:
+                self._queues.done(user_id)
 
     def _run(self, job_id: str) -> None:
         job = self.store.get_job(job_id)
         # a job cancelled while queued is skipped: the compare-and-set never lets it start
         if not self.store.set_job_status(job_id, JobState.RUNNING, started=True, expected=[JobState.QUEUED]):
             return
-        self.current = job_id
         with self._lock:
+            self._running[job_id] = time.monotonic()
             self._progress[job_id] = {"files": {"total": len(job.files), "done": 0}, "indexed": {}, "stage": None}
         started = time.perf_counter()
         report: IngestReport | None = None
@@ -166,10 +274,13 @@ class JobRunner:
                 job_id, state, finished=True, report=report.to_dict(), error=error, expected=_ACTIVE
             )
         finally:
-            self.current = None
             with self._lock:
+                self._running.pop(job_id, None)
                 self._progress.pop(job_id, None)
             log.info("job %s done in %.1f s", job_id, time.perf_counter() - started)
+        self._finished(job_id, report)
+
+    def _finished(self, job_id: str, report: IngestReport | None) -> None:
         if self.on_done is not None:
             self.on_done(self.store.get_job(job_id), report)
 

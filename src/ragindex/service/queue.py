@@ -22,7 +22,10 @@ Redelivery is harmless: a job whose row is already ``succeeded`` or ``failed`` i
 without running again (its event is published again, so a worker that died between the row and
 the event still notifies); a ``running`` job is run again (a worker died mid-job), and ingest is
 idempotent by content hash, with chunk claims in the truth store keeping two workers from
-indexing the same chunk.
+indexing the same chunk. The broker redelivers the job of a worker that died without counting a retry
+(``max_retries`` counts exceptions only), so the job row counts its starts: a ``running`` job that has
+used up ``RAGINDEX_JOB_MAX_STARTS`` starts is failed with that reason and acknowledged instead of killing
+one worker after another.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from ragindex.errors import BackendError, ConfigurationError, NotFoundError
 from ragindex.service.cancel import CancelCheck, JobCancelled, finish_cancelled
 from ragindex.service.document_events import DOCUMENT_EVENT, job_document_events
 from ragindex.service.events import Webhook, parse_result
-from ragindex.service.job_state import FINISHED, JobState, outcome
+from ragindex.service.job_state import FINISHED, JobState, crash_looped, give_up, outcome
 from ragindex.service.settings import ServiceSettings
 
 if TYPE_CHECKING:
@@ -222,6 +225,7 @@ class JobHandler:
         self.store = store
         self.broker = broker
         self.events = EventPublisher.from_settings(service, broker)
+        self.max_starts = service.job_max_starts
 
     def __call__(self, job_id: str, user_id: int, set_id: int, paths: list[str]) -> None:
         """Handle one delivery of a job (the Dramatiq actor)."""
@@ -235,6 +239,10 @@ class JobHandler:
             job = self.store.get_job(job_id)
         if job.status == JobState.CANCELLING:  # its worker died while stopping it
             finish_cancelled(self.store, self.engine.store, job_id, self.engine.kinds)
+            job = self.store.get_job(job_id)
+        if crash_looped(job, self.max_starts):  # redelivered after each of its workers died under it
+            log.error("job %s: its worker ended under it %d times; failed, not run again", job_id, job.starts)
+            give_up(self.store, self.engine.store, job, self.engine.kinds, self.max_starts)
             job = self.store.get_job(job_id)
         if job.status in FINISHED:
             log.info("job %s was already %s: acknowledged, not run again", job_id, job.status)

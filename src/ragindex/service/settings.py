@@ -28,7 +28,22 @@ class ServiceSettings(BaseSettings):
     max_upload_bytes: int = Field(50 * 1024 * 1024, ge=1, description="Largest uploaded file (413 above it).")
     max_upload_files: int = Field(100, ge=1, description="Most files in one upload request.")
     job_torch_threads: int = Field(
-        1, ge=1, description="torch threads of the ingest job thread (leave a core to the query encoder)."
+        1, ge=1, description="torch threads of each ingest job thread (leave a core to the query encoder)."
+    )
+    job_workers: int = Field(
+        2,
+        ge=1,
+        description="Job threads of the in-process runner. A tenant's jobs run one at a time, in order; tenants "
+        "with waiting jobs take turns, so up to this many tenants' jobs run at once and (from 2) one tenant's slow "
+        "file never holds every thread. 2 suits 2 cores: files parse in child processes, so a second thread lets "
+        "another tenant's job start while one file is parsed; more threads would embed on the same cores.",
+    )
+    job_max_starts: int = Field(
+        3,
+        ge=1,
+        description="A job whose process ended while it ran (a crash, an out-of-memory kill, a liveness probe's "
+        "restart) is run again at the next start, up to this many starts in all; then it is failed with that "
+        "reason instead of killing each new process (in-process jobs and `ragindex worker` redeliveries).",
     )
     query_torch_threads: int = Field(1, ge=1, description="torch threads of the query encoder thread.")
     query_batch_max: int = Field(64, ge=1, description="Most concurrent queries encoded in one forward pass.")

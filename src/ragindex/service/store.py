@@ -35,6 +35,9 @@ class JobRow:
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    starts: int = 0
+    """How many times a process started it (a job left ``running`` by a process that died has one more start than
+    finishes; see ``RAGINDEX_JOB_MAX_STARTS``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,11 +67,14 @@ class NewJob(TypedDict):
 class JobChange(TypedDict, total=False):
     """How :meth:`JobStore.set_job_status` moves a job besides its status (each left out: False or None).
 
-    ``started``/``finished`` stamp its start or end now; ``report`` and ``error`` are recorded (an error clipped
-    to 4000 characters); with ``expected``, only a job whose status is one of them moves.
+    ``started``/``finished`` stamp its start or end now (``started`` also counts one more start); ``unstarted``
+    takes the last start back (a job handed back to the queue by a clean shutdown: that start is no crash);
+    ``report`` and ``error`` are recorded (an error clipped to 4000 characters); with ``expected``, only a job
+    whose status is one of them moves.
     """
 
     started: bool
+    unstarted: bool
     finished: bool
     report: Mapping[str, Any] | None
     error: str | None
@@ -183,6 +189,9 @@ class SqlServiceStore(SqlCore):
         values: dict[str, Any] = {"status": status, "error": error[:4000] if error else None}
         if change.get("started"):
             values["started_at"] = utcnow()
+            values["starts"] = schema.jobs.c.starts + 1
+        elif change.get("unstarted"):
+            values["starts"] = schema.jobs.c.starts - 1
         if change.get("finished"):
             values["finished_at"] = utcnow()
         if (report := change.get("report")) is not None:
