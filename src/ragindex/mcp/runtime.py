@@ -140,7 +140,7 @@ def _run_http(toolbox: Toolbox, settings: Settings, options: McpOptions, version
     store = SqlServiceStore(settings.resolved_database_url)
     try:
         server = RagindexMcp(toolbox, key_tenant(options.set_id), version=version)
-        app = http_app(server, store, host=host, port=port, path=options.path)
+        app = http_app(server, store, host=host, path=options.path)
         received = _note_signals()
         uvicorn.run(app, host=host, port=port, log_level=options.log_level)
         return received

@@ -2,9 +2,11 @@
 
 Over stdio the server acts for one tenant (``--user-id``) and may ingest; over HTTP each request carries an API
 key of the HTTP service (``Authorization: Bearer rgx_...``, from ``ragindex keys create``) and acts for the key's
-tenant, ingest refused. Tools and resources are the same either way (:mod:`ragindex.mcp.tools`). Engine calls
-are blocking, so they run on worker threads; the engine (a :class:`~ragindex.service.executor.ServiceEngine`)
-serialises index calls on its index thread and batches concurrent query encodings, as ``ragindex serve`` does.
+tenant, ingest refused; a request without a valid key gets a 403 whose message names the key (not an OAuth
+challenge: this server does no OAuth). Tools and resources are the same either way (:mod:`ragindex.mcp.tools`).
+Engine calls are blocking, so they run on worker threads; the engine (a
+:class:`~ragindex.service.executor.ServiceEngine`) serialises index calls on its index thread and batches
+concurrent query encodings, as ``ragindex serve`` does.
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 import mcp_types as types
-from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
-from mcp.server.auth.settings import AuthSettings
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
+from starlette.authentication import AuthCredentials
 
 from ragindex.errors import NotFoundError, RagindexError
 from ragindex.mcp import schemas
@@ -176,8 +179,13 @@ def _mcp_error(exc: RagindexError, **data: Any) -> MCPError:
 
 
 # ---------------------------------------------------------------------- HTTP: API keys
+KEY_HINT = "send `Authorization: Bearer <key>` with a key from `ragindex keys create --user-id <tenant>`"
+MISSING_KEY = f"this MCP server needs a ragindex API key: {KEY_HINT}"
+WRONG_KEY = f"the API key is unknown or revoked: {KEY_HINT}"
+
+
 class ApiKeyVerifier:
-    """The SDK's ``TokenVerifier`` over the HTTP service's API keys, checked on every request (revocation is immediate).
+    """The HTTP service's API keys as the SDK's access tokens, checked on every request (revocation is immediate).
 
     Args:
         store: Where the keys are (the service store on the truth store's database).
@@ -200,29 +208,87 @@ class ApiKeyVerifier:
         )
 
 
+class ApiKeyMiddleware:
+    """Let through only requests with a valid API key; refuse the others with a 403 that names the key.
+
+    Not the SDK's bearer challenge: its 401 is an OAuth challenge, and a client that follows the MCP authorization
+    spec (the MCP Inspector, any client with an OAuth provider) answers every 401 by starting an OAuth flow, which
+    this server does not offer (no ``/.well-known/oauth-protected-resource``), instead of telling its user the key
+    is missing. The 403 carries no ``WWW-Authenticate``; its body is a JSON-RPC error (``id`` null: the body is
+    not read before the key is checked) whose message says how to send a key, which clients show as the error.
+    A request that passes carries its principal as the SDK's authenticated user, as the SDK's own bearer check
+    would set it (``get_access_token()``, the session's owner). Other paths than the endpoint's pass unchecked:
+    the app has nothing there (404), which is what a client probing for OAuth metadata must find.
+
+    Args:
+        app: The streamable HTTP app.
+        verifier: Checks a key.
+        path: The MCP endpoint's path.
+    """
+
+    def __init__(self, app: Any, verifier: ApiKeyVerifier, path: str) -> None:
+        self.app = app
+        self.verifier = verifier
+        self.path = path.rstrip("/")
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Check the key of an HTTP request to the endpoint (lifespan, other scopes and paths pass)."""
+        if scope["type"] != "http" or str(scope.get("path", "")).rstrip("/") != self.path:
+            await self.app(scope, receive, send)
+            return
+        header = _header(scope, b"authorization")
+        scheme, _, key = header.partition(" ")
+        if not header:
+            await _refuse(send, MISSING_KEY)
+            return
+        token = await self.verifier.verify_token(key.strip()) if scheme.lower() == "bearer" else None
+        if token is None:
+            await _refuse(send, WRONG_KEY if scheme.lower() == "bearer" else MISSING_KEY)
+            return
+        scope["user"] = AuthenticatedUser(token)
+        scope["auth"] = AuthCredentials(token.scopes)
+        await self.app(scope, receive, send)
+
+
+def _header(scope: dict[str, Any], name: bytes) -> str:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return bytes(value).decode("latin-1").strip()
+    return ""
+
+
+async def _refuse(send: Any, message: str) -> None:
+    data = {"error": "AuthenticationError", "context": {"header": "Authorization"}}  # the HTTP API's error name
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": types.INVALID_REQUEST, "message": message, "data": data}}
+    ).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 403, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
 def key_tenant(set_id: int | None) -> Callable[[], Tenant]:
     """The tenant of the current HTTP request: the user of its API key (and the server's set, if it has one)."""
 
     def tenant() -> Tenant:
         token = get_access_token()
         user_id = (token.claims or {}).get("user_id") if token is not None else None
-        if not isinstance(user_id, int):  # the bearer middleware lets no unauthenticated request through
-            raise MCPError(code=types.INVALID_REQUEST, message="missing API key: send `Authorization: Bearer <key>`")
+        if not isinstance(user_id, int):  # the key middleware lets no request without a valid key through
+            raise MCPError(code=types.INVALID_REQUEST, message=MISSING_KEY)
         return Tenant(user_id=user_id, set_id=set_id, local=False)
 
     return tenant
 
 
-def http_app(server: RagindexMcp, store: ApiKeyStore, *, host: str, port: int, path: str = "/mcp") -> Starlette:
-    """The streamable HTTP app at ``path``: every request needs a valid API key (401 otherwise).
+def http_app(server: RagindexMcp, store: ApiKeyStore, *, host: str, path: str = "/mcp") -> Starlette:
+    """The streamable HTTP app at ``path`` (for an interface ``host``): every request needs a valid API key.
 
-    ``AuthSettings`` is how the SDK turns bearer checking on; with no authorization server and no resource URL
-    configured, its ``issuer_url`` is neither published nor used.
+    The key is checked by :class:`ApiKeyMiddleware` in front of the SDK's app (a 403 naming the key otherwise).
     """
-    auth = AuthSettings(issuer_url=f"http://localhost:{port}", resource_server_url=None)
-    return server.server.streamable_http_app(
-        streamable_http_path=path, host=host, auth=auth, token_verifier=ApiKeyVerifier(store)
-    )
+    app = server.server.streamable_http_app(streamable_http_path=path, host=host)
+    app.add_middleware(AuthContextMiddleware)  # the checked key's principal -> get_access_token()
+    app.add_middleware(ApiKeyMiddleware, verifier=ApiKeyVerifier(store), path=path)  # added last: runs first
+    return app
 
 
 async def serve_stdio(server: RagindexMcp) -> None:
