@@ -32,9 +32,11 @@ from ragindex.store.records import (
     OwnerRow,
     ParsedDocument,
     ReconcileTotals,
+    RowText,
     RunRow,
     ScoreBatch,
     ScoreWindow,
+    SectionText,
     UnitTally,
 )
 from ragindex.store.states import CLAIMABLE, RunStatus
@@ -174,6 +176,15 @@ class ChunkStore(Protocol):
         """Replace a chunk's content (changed: every enabled kind back to PENDING); return whether it changed."""
         ...
 
+    def rewrite_rows(self, texts: Sequence[RowText], kinds: Iterable[str]) -> list[str] | None:
+        """Give chunk and section rows new content and context lines, in one transaction.
+
+        Each row is written only while its content hash is its ``expect_hash``; one whose hash changes gets its own
+        kinds among ``kinds`` back to PENDING (unclaimed, no attempts). Returns the ids whose hash changed; None, with
+        nothing written, when a row was changed concurrently; NotFoundError, nothing written, for a row not ACTIVE.
+        """
+        ...
+
     def update_chunk_metadata(self, chunk_id: str, metadata: Mapping[str, Any]) -> None:
         """Merge ``metadata`` into a chunk's metadata (no re-embedding)."""
         ...
@@ -209,6 +220,10 @@ class ChunkStore(Protocol):
 
         Only id, text and lines are read: a hybrid search reads the chunks of every lexical section it found.
         """
+        ...
+
+    def section_texts(self, doc_ids: Sequence[int]) -> list[SectionText]:
+        """The ACTIVE sections of these documents, each with its ACTIVE chunks' texts in document order."""
         ...
 
     def expected_points(self, bucket_id: int) -> dict[str, dict[str, str | None]]:
@@ -281,8 +296,10 @@ class ClaimStore(Protocol):
         """Move the given kinds of ACTIVE chunks from ``from_statuses`` back to PENDING."""
         ...
 
-    def removed_unpurged(self, *, limit: int | None = None) -> list[ChunkRow]:
-        """REMOVED chunks whose index copies are not yet confirmed purged."""
+    def removed_unpurged(
+        self, *, limit: int | None = None, user_id: int | None = None, set_id: int | None = None
+    ) -> list[ChunkRow]:
+        """REMOVED chunks (of ``user_id`` and ``set_id``, when given) whose index copies are not yet purged."""
         ...
 
     def mark_purged(self, chunk_ids: Sequence[str]) -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ragindex.hashing import sha256_text
 from ragindex.sketch import ScoreSketch
 from ragindex.types import Block, ChunkDraft, PageSpan, VectorKind
 
@@ -154,6 +155,35 @@ class ChunkText:
     content: str
     start_line: int | None
     end_line: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class SectionText:
+    """An ACTIVE section's stored text with the texts of its ACTIVE chunks, in document order (a drift check)."""
+
+    section_id: str
+    bucket_id: int
+    content: str
+    chunks: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RowText:
+    """New text for one chunk or section row (see :meth:`~ragindex.store.protocol.ChunkStore.rewrite_rows`).
+
+    ``content`` and ``context`` replace the row's; ``expect_hash`` is its content hash as the caller read it: the
+    row is written only while its hash is still that one (a compare-and-set against a concurrent edit).
+    """
+
+    chunk_id: str
+    content: str
+    context: str | None
+    expect_hash: str
+
+    @property
+    def content_hash(self) -> str:
+        """The hash the row has once written: of its indexed text (context line, then content)."""
+        return sha256_text(indexed_text(self.content, self.context))
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from sqlalchemy import and_, func, or_, select
 
 from ragindex.errors import NotFoundError
 from ragindex.store import schema
-from ragindex.store.records import ChunkRow, ChunkText, ChunkView
+from ragindex.store.records import ChunkRow, ChunkText, ChunkView, SectionText
 from ragindex.store.sql.core import CH, DOC, KINDS, SqlCore, batches, given, status_col
 from ragindex.store.sql.rows import chunk_row
 from ragindex.store.states import IndexStatus, Lifecycle
@@ -111,6 +111,29 @@ class SqlChunkReads(SqlCore):
                 for section_id, chunk_id, content, start_line, end_line in conn.execute(query):
                     out.setdefault(section_id, []).append(ChunkText(chunk_id, content, start_line, end_line))
         return out
+
+    def section_texts(self, doc_ids: Sequence[int]) -> list[SectionText]:
+        """The ACTIVE sections of these documents, each with its ACTIVE chunks' texts, in document order.
+
+        One read of the documents' rows (through their doc_id index), so a pass over every document reads each
+        row once.
+        """
+        columns = (CH.chunk_id, CH.unit, CH.section_id, CH.bucket_id, CH.content)
+        sections: dict[str, tuple[int, str]] = {}
+        members: dict[str, list[str]] = {}
+        with self._tx() as conn:
+            for part in batches(list(doc_ids)):
+                query = (
+                    select(*columns)
+                    .where(CH.doc_id.in_(part), CH.lifecycle_status == Lifecycle.ACTIVE)
+                    .order_by(CH.doc_id, CH.chunk_index)
+                )
+                for chunk_id, unit, section_id, bucket_id, content in conn.execute(query):
+                    if unit == Unit.SECTION:
+                        sections[chunk_id] = (bucket_id, content)
+                    elif section_id is not None:
+                        members.setdefault(section_id, []).append(content)
+        return [SectionText(sid, bucket, text, tuple(members.get(sid, ()))) for sid, (bucket, text) in sections.items()]
 
     def expected_points(self, bucket_id: int) -> dict[str, dict[str, str | None]]:
         """chunk_id -> {kind: status} of every ACTIVE chunk routed to ``bucket_id``."""

@@ -14,7 +14,7 @@ from ragindex.clock import utcnow
 from ragindex.errors import NotFoundError
 from ragindex.hashing import sha256_text
 from ragindex.store import schema
-from ragindex.store.records import ChunkDiff, ChunkLayout, NewDocument, indexed_text
+from ragindex.store.records import ChunkDiff, ChunkLayout, NewDocument, RowText, indexed_text
 from ragindex.store.sql.core import CH, DOC, KINDS, SqlCore, batches, status_col
 from ragindex.store.states import IndexStatus, Lifecycle
 from ragindex.types import ChunkDraft, Unit
@@ -63,15 +63,46 @@ class SqlChunkWrites(SqlCore):
                 .values(
                     content=content,
                     content_hash=new_hash,
-                    attempts=0,
-                    last_error=None,
                     updated_at=utcnow(),
-                    # the row's own kinds only: a section carries no dense copy, a chunk no lexical one
-                    **{f"{k}_status": case((status_col(k).is_(None), None), else_=IndexStatus.PENDING) for k in kinds},
-                    **{f"{k}_claim": None for k in kinds},
+                    **_back_to_pending(kinds),
                 )
             )
         return True
+
+    def rewrite_rows(self, texts: Sequence[RowText], kinds: Iterable[str]) -> list[str] | None:
+        """Give rows new content and context lines in one transaction, each only while its hash is as expected.
+
+        A row whose indexed-text hash changes gets each of its own kinds among ``kinds`` (those not NULL) back to
+        PENDING, with no claim and no attempts; a row whose hash stays is left as it is. Returns the ids whose hash
+        changed; None, with nothing written, when a row's hash is no longer its ``expect_hash`` (a concurrent
+        edit: read the rows again). Raises NotFoundError, with nothing written, for a row that is not ACTIVE.
+        """
+        wanted = list(kinds)
+        changed: list[str] = []
+        now = utcnow()
+        try:
+            with self._tx() as conn:
+                for text in texts:
+                    new_hash = text.content_hash
+                    values: dict[str, Any] = {"content": text.content, "context": text.context}
+                    if new_hash != text.expect_hash:
+                        changed.append(text.chunk_id)
+                        values.update(_back_to_pending(wanted), content_hash=new_hash, updated_at=now)
+                    guard = (
+                        CH.chunk_id == text.chunk_id,
+                        CH.lifecycle_status == Lifecycle.ACTIVE,
+                        CH.content_hash == text.expect_hash,
+                    )
+                    if conn.execute(update(schema.chunks).where(*guard).values(values)).rowcount != 1:
+                        raise _Moved(text.chunk_id)  # rolls the transaction back
+        except _Moved as moved:
+            chunk_id = moved.args[0]
+            with self._tx() as conn:
+                lifecycle = conn.execute(select(CH.lifecycle_status).where(CH.chunk_id == chunk_id)).scalar()
+            if lifecycle != Lifecycle.ACTIVE:
+                raise NotFoundError(f"chunk {chunk_id} not found (or deleted)", chunk_id=chunk_id) from None
+            return None
+        return changed
 
     def update_chunk_metadata(self, chunk_id: str, metadata: Mapping[str, Any]) -> None:
         """Merge ``metadata`` into a chunk's metadata (no re-embedding)."""
@@ -101,6 +132,22 @@ class SqlChunkWrites(SqlCore):
                     update(schema.chunks).where(status.is_(None), *scope).values({status.key: IndexStatus.PENDING})
                 ).rowcount
         return moved
+
+
+class _Moved(Exception):
+    """A row of :meth:`SqlChunkWrites.rewrite_rows` was not as expected (its id is the argument)."""
+
+
+def _back_to_pending(kinds: Iterable[str]) -> dict[str, Any]:
+    """The values that send a row's own kinds among ``kinds`` back to PENDING, unclaimed, with no attempts.
+
+    A kind the row does not carry (NULL) stays NULL: a section carries no dense copy, a chunk no lexical one.
+    """
+    values: dict[str, Any] = {"attempts": 0, "last_error": None}
+    for k in kinds:
+        values[f"{k}_status"] = case((status_col(k).is_(None), None), else_=IndexStatus.PENDING)
+        values[f"{k}_claim"] = None
+    return values
 
 
 def replace_chunk_rows(

@@ -180,9 +180,15 @@ class SqlClaims(SqlCore):
                     ).rowcount
         return moved
 
-    def removed_unpurged(self, *, limit: int | None = None) -> list[ChunkRow]:
-        """REMOVED chunks whose index copies are not yet confirmed purged."""
-        query = select(schema.chunks).where(CH.lifecycle_status == Lifecycle.REMOVED, CH.purged_at.is_(None))
+    def removed_unpurged(
+        self, *, limit: int | None = None, user_id: int | None = None, set_id: int | None = None
+    ) -> list[ChunkRow]:
+        """REMOVED chunks (of ``user_id`` and ``set_id``, when given) whose index copies are not yet purged."""
+        query = select(schema.chunks).where(
+            CH.lifecycle_status == Lifecycle.REMOVED,
+            CH.purged_at.is_(None),
+            *given((CH.user_id, user_id), (CH.set_id, set_id)),
+        )
         with self._tx() as conn:
             return [chunk_row(r._mapping) for r in conn.execute(query.limit(limit) if limit else query)]
 

@@ -32,10 +32,10 @@ from ragindex.errors import IllegalTransitionError, NotFoundError
 from ragindex.hashing import sha256_text
 from ragindex.store import protocol
 from ragindex.store.migrations import MIGRATIONS, apply_migrations
-from ragindex.store.records import ChunkDiff, ChunkLayout, Claim, IndexMeta, NewDocument
+from ragindex.store.records import ChunkDiff, ChunkLayout, Claim, IndexMeta, NewDocument, RowText
 from ragindex.store.sql import SqlTruthStore
 from ragindex.store.states import IndexStatus, Lifecycle, RunStatus, Stage, check_transition
-from ragindex.types import ChunkDraft
+from ragindex.types import ChunkDraft, Unit
 
 PENDING, INDEXING, SUCCESS, FAILED = (str(s) for s in IndexStatus)
 ROLES: tuple[type, ...] = (
@@ -138,6 +138,34 @@ def rechunk(
 def statuses(store: SqlTruthStore, chunk_ids: Sequence[str], kind: str = "dense") -> list[str | None]:
     """The ``kind`` status of each chunk, in the order of ``chunk_ids``."""
     return [c.status_of(kind) for c in store.get_chunks(chunk_ids)]
+
+
+def sectioned(
+    store: SqlTruthStore, texts: Sequence[str], *, source_uri: str = "docs/a.md", bucket_id: int = 0
+) -> tuple[str, list[str]]:
+    """Record a document of one section over one chunk per text (bm25 on the section, dense on the chunks).
+
+    Returns the section's id and the chunks' ids in order.
+    """
+    chunks = [replace(d, section="Intro", section_index=0) for d in drafts(*texts, section="Intro")]
+    section = ChunkDraft(
+        index=0,
+        text="\n".join(texts),
+        start_char=0,
+        end_char=chunks[-1].end_char,
+        start_line=1,
+        end_line=len(texts),
+        section="Intro",
+        unit=Unit.SECTION,
+    )
+    doc = new_document(source_uri)
+    doc_id = store.upsert_document(doc)
+    units: dict[str, tuple[str, ...]] = {Unit.CHUNK: ("dense",), Unit.SECTION: ("bm25",)}
+    diff = store.replace_chunks(doc_id, doc, ChunkLayout([section, *chunks], bucket_id, ("dense", "bm25"), units))
+    rows = store.chunks_of_document(doc_id, unit=None)
+    (section_id,) = [r.chunk_id for r in rows if r.unit == Unit.SECTION]
+    assert set(diff.added) == {r.chunk_id for r in rows}
+    return section_id, [r.chunk_id for r in rows if r.unit == Unit.CHUNK]
 
 
 def index_done(store: SqlTruthStore, chunk_ids: Sequence[str], kind: str = "dense") -> None:
@@ -412,6 +440,75 @@ class TruthStoreContract:
             store.update_chunk_content(cid, "newer", ["dense"])
         with pytest.raises(NotFoundError):
             store.update_chunk_metadata(cid, {"c": 3})
+
+    def test_rewrite_rows_writes_a_chunk_and_its_section_in_one_go(self, store: SqlTruthStore) -> None:
+        """New content and context for both rows; a changed row's own kinds go back to PENDING, unclaimed."""
+        section, (a, b) = sectioned(store, ["alpha one", "beta two"])
+        index_done(store, [a, b])
+        index_done(store, [section], "bm25")
+        kinds = ("dense", "bm25")
+        old_a, old_section = store.get_chunks([a, section])
+        edit = RowText(a, "alpha new", None, old_a.content_hash)
+        derived = RowText(section, "alpha new\nbeta two", "Guide > Intro", old_section.content_hash)
+        assert store.rewrite_rows([edit, derived], kinds) == [a, section]
+        row_a, row_b, row_section = store.get_chunks([a, b, section])
+        assert (row_a.content, row_a.content_hash, row_a.dense_status, row_a.bm25_status) == (
+            "alpha new",
+            sha256_text("alpha new"),
+            PENDING,
+            None,
+        )
+        assert (row_section.content, row_section.context) == ("alpha new\nbeta two", "Guide > Intro")
+        assert row_section.content_hash == sha256_text("Guide > Intro\nalpha new\nbeta two")
+        assert (row_section.dense_status, row_section.bm25_status) == (None, PENDING)
+        assert (row_b.content, row_b.dense_status) == ("beta two", SUCCESS)  # not given: untouched
+        claim = store.claim("dense", [a])
+        assert store.rewrite_rows([RowText(a, "alpha newer", None, row_a.content_hash)], kinds) == [a]
+        assert store.mark_success(claim) == 0  # the edit took the claim back: a late worker writes nothing
+        # the same text again changes nothing
+        (row_a,) = store.get_chunks([a])
+        assert store.rewrite_rows([RowText(a, "alpha newer", None, row_a.content_hash)], kinds) == []
+
+    def test_rewrite_rows_writes_nothing_over_a_concurrent_change(self, store: SqlTruthStore) -> None:
+        """A row whose hash is not the expected one: None and no row written; a row not ACTIVE: NotFoundError."""
+        section, (a, b) = sectioned(store, ["alpha", "beta"])
+        old_a, old_b = store.get_chunks([a, b])
+        assert store.update_chunk_content(a, "edited meanwhile", ["dense"])
+        stale = [RowText(b, "beta new", None, old_b.content_hash), RowText(a, "alpha new", None, old_a.content_hash)]
+        assert store.rewrite_rows(stale, ["dense"]) is None
+        assert [r.content for r in store.get_chunks([a, b])] == ["edited meanwhile", "beta"]
+        store.remove_chunks([a])
+        (now_a,) = store.get_chunks([a])
+        with pytest.raises(NotFoundError):
+            store.rewrite_rows(
+                [RowText(b, "beta new", None, old_b.content_hash), RowText(a, "x", None, now_a.content_hash)], ["dense"]
+            )
+        assert store.get_chunks([b])[0].content == "beta"
+
+    def test_section_texts_give_each_active_section_with_its_chunks(self, store: SqlTruthStore) -> None:
+        """Each ACTIVE section of the documents with its bucket and its ACTIVE chunks' texts, in document order."""
+        first, (a, _b) = sectioned(store, ["alpha", "beta"], source_uri="one.md")
+        second, _ = sectioned(store, ["gamma"], source_uri="two.md", bucket_id=1)
+        third, _ = sectioned(store, ["delta"], source_uri="three.md")
+        store.remove_chunks([a, third])
+        (one, two, three) = (store.get_chunks([sid])[0].doc_id for sid in (first, second, third))
+        texts = {t.section_id: t for t in store.section_texts([one, two, three, 999])}
+        assert set(texts) == {first, second}  # the REMOVED section is left out
+        assert (texts[first].bucket_id, texts[first].content, texts[first].chunks) == (0, "alpha\nbeta", ("beta",))
+        assert (texts[second].bucket_id, texts[second].chunks) == (1, ("gamma",))
+        assert store.section_texts([]) == []
+
+    def test_removed_unpurged_of_one_tenant_set(self, store: SqlTruthStore) -> None:
+        """``user_id`` and ``set_id`` narrow the REMOVED rows not yet purged."""
+        _, (a,) = ingest(store, ["a"])
+        _, (b,) = ingest(store, ["b"], set_id=2)
+        _, (c,) = ingest(store, ["c"], user_id=2)
+        store.remove_chunks([a, b, c])
+        assert [r.chunk_id for r in store.removed_unpurged(user_id=1, set_id=1)] == [a]
+        assert sorted(r.chunk_id for r in store.removed_unpurged(user_id=1)) == sorted([a, b])
+        assert [r.chunk_id for r in store.removed_unpurged(set_id=1, user_id=2)] == [c]
+        store.mark_purged([a])
+        assert store.removed_unpurged(user_id=1, set_id=1) == []
 
     # ------------------------------------------------------------------ claims (compare-and-set)
     def test_claim_moves_pending_to_indexing_once(self, store: SqlTruthStore) -> None:
