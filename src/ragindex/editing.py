@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ragindex.config.settings import Settings
     from ragindex.pipeline.indexer import Indexer
     from ragindex.pipeline.lease import ProcessOwner
     from ragindex.pipeline.manage import ChunkManager
@@ -24,6 +25,7 @@ class ChunkEditing:
     if TYPE_CHECKING:  # provided by the Engine
         store: TruthStore
         owner: ProcessOwner
+        settings: Settings
 
         @property
         def kinds(self) -> tuple[str, ...]: ...  # noqa: D102
@@ -34,14 +36,16 @@ class ChunkEditing:
         from ragindex.pipeline.manage import ChunkManager
 
         self.owner.begin(release=False)
-        return ChunkManager(self.store, self._active_indexer, self.kinds)
+        return ChunkManager(self.store, self._active_indexer, self.kinds, contextual=self.settings.contextual_chunks)
 
     def update_chunk(
         self, chunk_id: str, content: str | None = None, metadata: dict[str, Any] | None = None
     ) -> ChunkUpdate:
         """Edit one chunk (seed 4.4): unchanged content re-embeds nothing; changed content is re-indexed in place.
 
-        The chunk keeps its id (the index point id); ``reembedded`` says whether its copies were rewritten.
+        The chunk keeps its id (the index point id); ``reembedded`` says whether its copies were rewritten. Its
+        section is derived again from its chunks, and the section's lexical copies (BM25, learned sparse) are
+        rewritten too (``section_id``, ``section_statuses``), so a lexical search finds the new text at once.
         Raises NotFoundError for an unknown or deleted chunk.
         """
         return self._chunk_manager().update_chunk(chunk_id, content, metadata)

@@ -85,6 +85,7 @@ class Maintenance:
             stale_seconds=self.settings.indexing_stale_seconds if stale_seconds is None else stale_seconds,
             builders=builders,
             owner=self.owner,
+            contextual=self.settings.contextual_chunks,
         )
 
     def repair(self, dry_run: bool = False, *, stale_seconds: float | None = None) -> RepairReport:

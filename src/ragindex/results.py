@@ -8,7 +8,7 @@ read-only views and sequences are tuples; ``to_dict()`` gives fresh plain ``dict
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -161,6 +161,9 @@ class ChunkUpdate:
         embedded: Vectors computed by the dense encoder.
         reused: Vectors taken from the embedding cache.
         failed: Vector kind -> the error of a copy that could not be written (repair retries it).
+        section_id: The chunk's section, whose lexical copies (BM25, learned sparse) hold its text too (None
+            without sections); a changed text rewrites the section from its chunks.
+        section_statuses: Vector kind -> the status of the section's copy now (empty without a section).
     """
 
     chunk_id: str
@@ -171,14 +174,17 @@ class ChunkUpdate:
     embedded: int
     reused: int
     failed: Mapping[str, str]
+    section_id: str | None = None
+    section_statuses: Mapping[str, str | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        _freeze_fields(self, "statuses", "failed")
+        _freeze_fields(self, "statuses", "failed", "section_statuses")
 
     @property
     def ok(self) -> bool:
-        """Nothing failed and every copy the chunk carries is SUCCESS."""
-        return not self.failed and all(s in (None, IndexStatus.SUCCESS) for s in self.statuses.values())
+        """Nothing failed and every copy the chunk and its section carry is SUCCESS."""
+        copies = [*self.statuses.values(), *self.section_statuses.values()]
+        return not self.failed and all(s in (None, IndexStatus.SUCCESS) for s in copies)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON printed by ``ragindex update-chunk --json`` and answered by ``PATCH /v1/chunks/{id}``."""

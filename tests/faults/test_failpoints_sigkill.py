@@ -46,9 +46,15 @@ MATRIX = (
     [("ingest", p) for p in ["chunking.after_truth_write", *INDEX_POINTS]]
     + [("reingest", p) for p in ["chunking.after_truth_write", *PURGE_POINTS]]
     + [("update_chunk", p) for p in INDEX_POINTS]
+    + [("update_section", p) for p in INDEX_POINTS if p.startswith("bm25")]
     + [("delete_chunks", p) for p in PURGE_POINTS]
     + [("delete_document", p) for p in PURGE_POINTS]
 )
+
+
+# update_chunk edits a chunk where bm25 is on the chunks too (no sections) for its bm25 cells; update_section edits
+# one on the default layout, where its bm25 copy is its section's, which the edit derives again from its chunks
+EDITS = ("update_chunk", "update_section")
 
 
 def _killed(proc: subprocess.CompletedProcess[str]) -> None:
@@ -59,7 +65,7 @@ def _command(operation: str, corpus: Path, target: ChunkRow | None) -> list[str]
     if operation in ("ingest", "reingest"):
         return ["ingest", str(corpus), "--json"]
     assert target is not None
-    if operation == "update_chunk":
+    if operation in EDITS:
         return ["update-chunk", target.chunk_id, "--text", NEW_CHUNK_TEXT, "--json"]
     if operation == "delete_chunks":
         return ["delete", "--chunk-id", target.chunk_id, "--json"]
@@ -73,7 +79,6 @@ def test_sigkill_then_repair_converges(tmp_path: Path, operation: str, point: st
     kind = point.split(".")[0]
     skip: set[int] = set()
     target = None
-    # editing a chunk touches bm25 only where bm25 is on the chunks (no sections): that layout for those cells
     layout = {"section_max_chars": 0} if operation == "update_chunk" and kind == "bm25" else {}
     env = {"RAGINDEX_SECTION_MAX_CHARS": "0"} if layout else {}
     with Engine(settings(data, **layout)) as engine:
@@ -81,7 +86,7 @@ def test_sigkill_then_repair_converges(tmp_path: Path, operation: str, point: st
         if operation != "ingest":
             engine.ingest([corpus])
             assert engine.verify().ok
-        if operation == "update_chunk":
+        if operation in EDITS:
             target = chunk_by_text(engine, "Calvin cycle")
         elif operation.startswith("delete"):
             target = chunk_by_text(engine, "ATP synthase")
@@ -105,7 +110,7 @@ def test_sigkill_then_repair_converges(tmp_path: Path, operation: str, point: st
         if operation == "reingest":
             assert {r.lifecycle_status for r in engine.store.get_chunks(sorted(old))} == {"REMOVED"}
             assert old <= {r.chunk_id for r in engine.store.removed_unpurged()}
-        if operation == "update_chunk":
+        if operation in EDITS:
             assert target is not None
             assert engine.store.get_chunks([target.chunk_id])[0].content == NEW_CHUNK_TEXT
         if operation.startswith("delete"):
@@ -121,10 +126,12 @@ def test_sigkill_then_repair_converges(tmp_path: Path, operation: str, point: st
         report = engine.repair()
         assert report.ok, report.to_dict()
         assert_converged(engine, versions, skip_docs=skip)
-        if operation == "update_chunk":
+        if operation in EDITS:
             assert target is not None
             row = engine.store.get_chunks([target.chunk_id])[0]
             assert row.content == NEW_CHUNK_TEXT and row.lifecycle_status == "ACTIVE"
+            hits = engine.search("glaciers moraines boulders", user_id=1, set_id=1, mode="bm25").hits
+            assert hits and hits[0].chunk_id == target.chunk_id  # the lexical copy holds the new text
         if operation in ("ingest", "reingest"):
             # re-running the interrupted ingest finishes whatever it never reached
             engine.ingest([corpus])

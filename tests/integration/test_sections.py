@@ -198,3 +198,119 @@ def test_turning_sections_off_and_on_moves_the_lexical_copies(
         assert all(s.bm25_status == "SUCCESS" for s in rows(engine, "guide.md", Unit.SECTION))
         assert "queen lays" in engine.search("queen eggs", user_id=1, set_id=1, mode="bm25").hits[0].text
         assert engine.verify().ok
+
+
+# ---------------------------------------------------------------------------------------------- edits keep sections
+LIGHTHOUSE = "Lighthouse keepers trim the lamp wicks at dusk and polish the great lens at dawn."
+
+
+def chunk_with(engine: Engine, name: str, needle: str) -> ChunkRow:
+    (row,) = [c for c in rows(engine, name, Unit.CHUNK) if needle in c.content]
+    return row
+
+
+def bm25_texts(engine: Engine, query: str) -> list[str]:
+    return [h.text for h in engine.search(query, user_id=1, set_id=1, mode="bm25").hits]
+
+
+def section_of(engine: Engine, chunk: ChunkRow) -> ChunkRow:
+    assert chunk.section_id is not None
+    return engine.store.get_chunks([chunk.section_id])[0]
+
+
+def test_an_edited_chunk_rewrites_the_lexical_copy_of_its_section(engine: Engine) -> None:
+    chunk = chunk_with(engine, "notes.txt", "Note 17:")  # one of the eight chunks of the first section
+    assert bm25_texts(engine, "lighthouse lamp wicks lens") == []
+    result = engine.update_chunk(chunk.chunk_id, LIGHTHOUSE)
+    assert bm25_texts(engine, "lighthouse lamp wicks lens")[0] == LIGHTHOUSE  # found at once
+    section = section_of(engine, chunk)
+    assert LIGHTHOUSE in section.content and "Note 17:" not in section.content and "Note 14:" in section.content
+    assert points(engine, section) == frozenset({"bm25"})  # rewritten under the same point id
+    assert result.reembedded and result.ok and result.section_id == chunk.section_id
+    assert result.section_statuses["bm25"] == "SUCCESS" and result.statuses["bm25"] is None
+    assert engine.verify().ok
+    again = engine.update_chunk(chunk.chunk_id, LIGHTHOUSE)  # the same text again: nothing to rewrite
+    assert not again.content_changed and again.embedded == 0 and again.ok
+
+
+def test_an_edit_gives_the_chunk_and_its_section_the_context_line_ingest_gives(engine: Engine) -> None:
+    harvest = chunk_with(engine, "guide.md", "capped with wax")
+    assert harvest.context == "Beekeeping guide"  # its text opened with "## Harvest"
+    engine.update_chunk(harvest.chunk_id, "Propolis is a resin the workers collect from buds to seal cracks.")
+    edited = engine.store.get_chunks([harvest.chunk_id])[0]
+    section = section_of(engine, edited)
+    # the text no longer opens with its heading: the heading joins the title, as with_sections would write it
+    assert edited.context == section.context == "Beekeeping guide > Harvest"
+    assert bm25_texts(engine, "propolis resin buds")[0].startswith("Propolis")
+    assert bm25_texts(engine, "extractor heather surplus") == []
+    assert engine.verify().ok
+
+
+def test_a_deleted_chunk_leaves_its_section_and_a_section_without_chunks_is_removed(engine: Engine) -> None:
+    chunk = chunk_with(engine, "notes.txt", "Note 17:")
+    engine.delete_chunks([chunk.chunk_id])
+    section = section_of(engine, chunk)
+    assert section.lifecycle_status == "ACTIVE" and "Note 17:" not in section.content and "Note 20:" in section.content
+    assert engine.verify().ok
+
+    harvest = chunk_with(engine, "guide.md", "capped with wax")  # its section's only chunk
+    result = engine.delete_chunks([harvest.chunk_id])
+    assert result.removed == 1 and result.purge_failed == 0
+    gone = section_of(engine, harvest)
+    assert gone.lifecycle_status == "REMOVED" and points(engine, gone) is None
+    assert bm25_texts(engine, "extractor heather surplus") == []
+    assert engine.verify().ok and not engine.store.removed_unpurged()
+
+
+def drift_by_the_old_edit(engine: Engine, chunk: ChunkRow) -> None:
+    """What update-chunk did before sections followed edits: the chunk's text and dense copy only."""
+    assert engine.store.update_chunk_content(chunk.chunk_id, LIGHTHOUSE, engine.kinds)
+    assert engine.reindex_chunks([chunk.chunk_id]).failed == {"dense": 0, "bm25": 0}
+
+
+def test_verify_reports_a_drifted_section_and_repair_derives_it_again(engine: Engine) -> None:
+    chunk = chunk_with(engine, "notes.txt", "Note 17:")
+    drift_by_the_old_edit(engine, chunk)
+    assert bm25_texts(engine, "lighthouse lamp wicks lens") == []  # the bug: the section never heard of it
+    report = engine.verify()
+    assert not report.ok and report.buckets[0].drifted == [chunk.section_id]
+    payload = report.to_dict()["buckets"][0]
+    assert payload["drifted_sections"] == [chunk.section_id] and payload["drifted_count"] == 1
+
+    dry = engine.repair(dry_run=True)
+    assert dry.drifted_sections == 1 and dry.found >= 1 and not engine.verify().ok
+    fixed = engine.repair()
+    assert fixed.ok and fixed.drifted_sections == 1 and fixed.indexed["bm25"] == 1
+    assert LIGHTHOUSE in section_of(engine, chunk).content
+    assert bm25_texts(engine, "lighthouse lamp wicks lens")[0] == LIGHTHOUSE
+    assert engine.verify().ok and engine.repair().drifted_sections == 0
+
+    # a section's stored text corrupted behind the store's back: the same report, the same fix
+    harvest = section_of(engine, chunk_with(engine, "guide.md", "capped with wax"))
+    with engine.store.engine.begin() as conn:  # type: ignore[attr-defined]
+        conn.exec_driver_sql("UPDATE chunks SET content = 'garbage' WHERE chunk_id = ?", (harvest.chunk_id,))
+    assert engine.verify().buckets[0].drifted == [harvest.chunk_id]
+    assert engine.repair().ok and engine.verify().ok
+    assert "twenty kilograms" in section_of(engine, chunk_with(engine, "guide.md", "capped with wax")).content
+
+
+def test_cli_verify_exits_1_on_a_drifted_section_and_repair_fixes_it(
+    make_engine: Callable[..., Engine], corpus: Path, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from ragindex.cli import commands as _commands  # noqa: F401 - registers verify
+    from ragindex.cli import manage as _manage  # noqa: F401 - registers repair
+    from ragindex.cli.app import app
+
+    with make_engine() as engine:
+        engine.ingest([corpus])
+        drift_by_the_old_edit(engine, chunk_with(engine, "notes.txt", "Note 17:"))
+    data = str(tmp_path / "d")
+    verify = CliRunner().invoke(app, ["--data-dir", data, "verify", "--json"])
+    assert verify.exit_code == 1 and '"drifted_count": 1' in verify.stdout
+    table = CliRunner().invoke(app, ["--data-dir", data, "verify"])
+    assert table.exit_code == 1 and "drifted" in table.stdout
+    repair = CliRunner().invoke(app, ["--data-dir", data, "repair", "--json"])
+    assert repair.exit_code == 0 and '"drifted_sections": 1' in repair.stdout
+    assert CliRunner().invoke(app, ["--data-dir", data, "verify", "--json"]).exit_code == 0

@@ -78,11 +78,17 @@ def test_chunk_update_shape_and_ok() -> None:
         "embedded",
         "reused",
         "failed",
+        "section_id",
+        "section_statuses",
         "ok",
     ]
     assert out["ok"] is False and out["statuses"] == {"dense": "FAILED", "bm25": None}
+    assert out["section_id"] is None and out["section_statuses"] == {}
     fixed = dataclasses.replace(update, statuses={"dense": "SUCCESS", "bm25": None}, failed={})
     assert fixed.ok and fixed.to_dict()["ok"] is True
+    # with sections the lexical copy is the section's: a section copy not written yet is not ok
+    sectioned = dataclasses.replace(fixed, section_id="s1", section_statuses={"dense": None, "bm25": "PENDING"})
+    assert not sectioned.ok and sectioned.to_dict()["section_statuses"] == {"dense": None, "bm25": "PENDING"}
 
 
 def test_delete_result_shape() -> None:

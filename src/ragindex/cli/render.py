@@ -185,9 +185,9 @@ def scores_table(report: list[dict[str, Any]]) -> Table:
 
 
 def verify_table(report: VerifyReport) -> Table:
-    """One row per bucket: expected vs present, missing, orphans, unfinished."""
+    """One row per bucket: expected vs present, missing, orphans, unfinished, sections drifted from their chunks."""
     table = Table(title=f"verify {report.collection or '(empty)'}: {'OK' if report.ok else 'MISMATCH'}")
-    for name in ("bucket", "expected", "in index", "missing", "orphans", "unfinished", "ok"):
+    for name in ("bucket", "expected", "in index", "missing", "orphans", "unfinished", "drifted", "ok"):
         table.add_column(name)
     for b in report.buckets:
         missing = ", ".join(f"{k} {len(v)}" for k, v in b.missing.items() if v) or "0"
@@ -199,6 +199,7 @@ def verify_table(report: VerifyReport) -> Table:
             missing,
             str(len(b.orphans)),
             unfinished,
+            str(len(b.drifted)),
             "yes" if b.ok else "NO",
         )
     return table

@@ -110,6 +110,10 @@ class ChunkUpdate(_Out):
     statuses: dict[str, str | None]
     failed: dict[str, str]
     ok: bool
+    section_id: str | None = Field(None, description="The chunk's section, whose lexical copies hold its text too.")
+    section_statuses: dict[str, str | None] = Field(
+        default_factory=dict, description="Vector kind -> the status of the section's copy (empty without sections)."
+    )
 
 
 class Deletion(_Out):

@@ -2,12 +2,16 @@
 
 *Update*: unchanged content re-embeds nothing (only metadata is merged, when given); changed
 content goes through the state machine (every enabled kind back to PENDING), then the index
-stages run for exactly that chunk, so its copies are rewritten under the same point id.
+stages run for exactly that chunk, so its copies are rewritten under the same point id. With
+sections, the chunk's section is derived again from its chunks in the same transaction
+(:mod:`ragindex.pipeline.section_text`), and its lexical copies (BM25, learned sparse) are rewritten
+with the chunk's dense one: a lexical search finds the new text at once, and no longer the old.
 
 *Delete*: the truth store flips the rows to REMOVED first, so the chunks leave search at once
 (retrieval backfill drops every hit whose chunk is not ACTIVE); then the index copies are
 purged, idempotently. A purge that fails leaves the rows REMOVED with ``purged_at`` NULL, and
-``repair`` purges them later (the index copy is never the only record of a delete).
+``repair`` purges them later (the index copy is never the only record of a delete). The sections
+of deleted chunks are derived again from the chunks they keep (REMOVED with them when none is left).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 
 from ragindex.errors import NotFoundError, ValidationError
 from ragindex.pipeline.indexer import Indexer
+from ragindex.pipeline.section_text import SectionTexts
 from ragindex.results import ChunkUpdate, DeleteResult
 from ragindex.store.protocol import TruthStore
 from ragindex.store.records import ChunkRow
@@ -37,13 +42,23 @@ class ChunkManager:
         store: The truth store.
         indexer: Returns an Indexer bound to the ACTIVE collection, or None when no collection exists yet.
         kinds: Enabled vector kinds in stage order (``dense`` first).
+        contextual: Edited chunks and sections get their ``Title > Heading`` line, as ingest gives it
+            (``RAGINDEX_CONTEXTUAL_CHUNKS``).
     """
 
-    def __init__(self, store: TruthStore, indexer: Callable[[], Indexer | None], kinds: Sequence[str]) -> None:
+    def __init__(
+        self,
+        store: TruthStore,
+        indexer: Callable[[], Indexer | None],
+        kinds: Sequence[str],
+        *,
+        contextual: bool = True,
+    ) -> None:
         self.store = store
         self._indexer_factory = indexer
         self._indexer: Indexer | None = None
         self.kinds = tuple(kinds)
+        self.sections = SectionTexts(store, self.kinds, contextual)
 
     def _get_indexer(self) -> Indexer | None:
         if self._indexer is None:
@@ -54,40 +69,57 @@ class ChunkManager:
     def update_chunk(
         self, chunk_id: str, content: str | None = None, metadata: Mapping[str, Any] | None = None
     ) -> ChunkUpdate:
-        """Replace a chunk's content and/or merge metadata; re-embed only if the content changed."""
+        """Replace a chunk's content and/or merge metadata; re-embed only if the content changed.
+
+        A changed text is written with its section's new text (derived from the section's chunks) in one
+        transaction; then the chunk's copies and the section's lexical copies are indexed.
+        """
         if content is None and metadata is None:
             raise ValidationError("content", "give new content, metadata, or both")
         if content is not None and not content.strip():
             raise ValidationError("content", "must not be empty (delete the chunk instead)")
-        self._active_chunk(chunk_id)
+        chunk = self._active_chunk(chunk_id)
         if metadata:
             self.store.update_chunk_metadata(chunk_id, metadata)
-        changed = self.store.update_chunk_content(chunk_id, content, self.kinds) if content is not None else False
+        changed = self.sections.edit_chunk(chunk, content) if content is not None else []
         failed: dict[str, str] = {}
         computed = reused = 0
         if changed:
-            indexer = self._get_indexer()
-            if indexer is None:  # pragma: no cover - a chunk exists only once a collection was recorded
-                raise NotFoundError("no ACTIVE collection to index into; run `ragindex ingest` first")
-            for kind in indexer.kinds:
-                rows = self.store.pending_chunks(kind, chunk_ids=[chunk_id])
-                result = indexer.run(kind, rows)
-                if result.failed:
-                    failed[kind] = next(iter(result.failed.values()))
-                if result.skipped:
-                    failed[kind] = "claimed by another worker; it finishes the chunk"
-            computed, reused = indexer.dense_counts()
+            failed = self._index(changed)
+            computed, reused = self._dense_counts()
         row = self._active_chunk(chunk_id)
+        section = self.store.get_chunks([row.section_id]) if row.section_id else []
         return ChunkUpdate(
             chunk_id=chunk_id,
-            content_changed=changed,
-            reembedded=changed and not failed,
+            content_changed=chunk_id in changed,
+            reembedded=chunk_id in changed and not failed,
             metadata_updated=bool(metadata),
             statuses={k: row.status_of(k) for k in self.kinds},
             embedded=computed,
             reused=reused,
             failed=failed,
+            section_id=row.section_id,
+            section_statuses={k: section[0].status_of(k) for k in self.kinds} if section else {},
         )
+
+    def _index(self, ids: Sequence[str]) -> dict[str, str]:
+        """Index the PENDING copies of rows (chunks and sections), dense first; kind -> an error, for those failed."""
+        indexer = self._get_indexer()
+        if indexer is None:  # pragma: no cover - a chunk exists only once a collection was recorded
+            raise NotFoundError("no ACTIVE collection to index into; run `ragindex ingest` first")
+        failed: dict[str, str] = {}
+        for kind in indexer.kinds:
+            rows = self.store.pending_chunks(kind, chunk_ids=list(ids))
+            result = indexer.run(kind, rows)
+            if result.failed:
+                failed[kind] = next(iter(result.failed.values()))
+            if result.skipped:
+                failed[kind] = "claimed by another worker; it finishes the chunk"
+        return failed
+
+    def _dense_counts(self) -> tuple[int, int]:
+        indexer = self._get_indexer()
+        return indexer.dense_counts() if indexer is not None else (0, 0)
 
     def _active_chunk(self, chunk_id: str) -> ChunkRow:
         rows = self.store.get_chunks([chunk_id])
@@ -106,7 +138,11 @@ class ChunkManager:
         if unknown:
             raise NotFoundError(f"unknown chunk id(s): {', '.join(unknown[:10])}", chunk_ids=unknown[:10])
         removed = self.store.remove_chunks(ids)
-        return self._purge(removed, ids, doc_ids=())
+        sections = [r.section_id for r in rows if r.section_id is not None and r.chunk_id in set(removed)]
+        refreshed = self.sections.refresh(sections)  # their text loses the deleted chunks
+        if refreshed.rewritten and self._get_indexer() is not None:
+            self._index(refreshed.rewritten)  # a failure stays PENDING/FAILED: the next repair indexes it
+        return self._purge(removed, [*ids, *refreshed.removed], doc_ids=())
 
     def delete_document(self, doc_id: int, *, user_id: int | None = None) -> DeleteResult:
         """REMOVE a document and its chunks, then purge their index copies."""

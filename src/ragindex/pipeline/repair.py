@@ -8,6 +8,7 @@ found                         done
 claims of gone owners         released to PENDING (lease lapsed, pid dead, or the embedded lock)
 own claims, of no known owner released to PENDING once older than the stale timeout (last resort)
 claims of live owners         left alone and listed with their owners (``live_claims``)
+sections drifted from chunks  derived again from their chunks (REMOVED when none is left)
 REMOVED rows not yet purged   their index copies deleted, then ``purged_at`` recorded
 SUCCESS, point missing        dense and every sparse kind reset to PENDING
 SUCCESS, named vector missing that kind reset to PENDING
@@ -38,6 +39,7 @@ from ragindex.pipeline.lease import ProcessOwner
 from ragindex.pipeline.manage import purge_rows
 from ragindex.pipeline.reindex import CollectionBuilder, count_found
 from ragindex.pipeline.samples import SAMPLE, Sampled
+from ragindex.pipeline.section_text import SectionTexts, drifted_sections
 from ragindex.results import ReindexResult, json_fields
 from ragindex.store.protocol import TruthStore
 from ragindex.store.records import IndexMeta
@@ -66,6 +68,7 @@ class RepairReport(Sampled):
     failed_exhausted: dict[str, int] = field(default_factory=dict)
     missing: dict[str, int] = field(default_factory=dict)
     orphans: int = 0
+    drifted_sections: int = 0
     unpurged: int = 0
     stuck_runs: int = 0
     recovered_documents: int = 0
@@ -111,6 +114,7 @@ class RepairReport(Sampled):
             + sum(self.failed_retried.values())
             + sum(self.missing.values())
             + self.orphans
+            + self.drifted_sections
             + self.unpurged
             + sum(b.get("work", 0) for b in self.building)
         )
@@ -173,6 +177,7 @@ class Repairer:
         stale_seconds: INDEXING claims older than this that no registered owner holds are released (last resort).
         builders: For each BUILDING collection, a builder that can write into it (None: its model is
             not the configured one, so repair can only report it).
+        contextual: Sections derived again get their ``Title > Heading`` line (``RAGINDEX_CONTEXTUAL_CHUNKS``).
     """
 
     store: TruthStore
@@ -185,6 +190,7 @@ class Repairer:
     stale_seconds: float
     builders: Sequence[tuple[IndexMeta, CollectionBuilder | None]] = ()
     owner: ProcessOwner | None = None
+    contextual: bool = True
 
     def __post_init__(self) -> None:
         self.kinds = tuple(self.kinds)
@@ -235,6 +241,17 @@ class Repairer:
                     self.store.reset_status(ids, [kind], from_statuses=(IndexStatus.SUCCESS,))
             if orphans:
                 self.index.delete_points(collection, bucket, orphans)
+
+    def _sections(self, report: RepairReport, *, dry_run: bool) -> None:
+        """Sections whose text drifted from their chunks: derived again (then PENDING, indexed by :meth:`_index`).
+
+        A section left without chunks is REMOVED, and purged with the other REMOVED rows.
+        """
+        drifted = [sid for ids in drifted_sections(self.store).values() for sid in ids]
+        report.drifted_sections = len(drifted)
+        report.sample("drifted_sections", drifted)
+        if drifted and not dry_run:
+            SectionTexts(self.store, self.kinds, self.contextual).refresh(drifted)
 
     def _index(self, report: RepairReport, *, dry_run: bool) -> None:
         for kind in self.kinds:
@@ -292,6 +309,7 @@ class Repairer:
             report.stale[kind] += len(ids)
             report.sample(f"stale_{kind}", ids)
 
+        self._sections(report, dry_run=dry_run)
         unpurged = self.store.removed_unpurged()
         report.unpurged = len(unpurged)
         report.sample("removed_unpurged", [r.chunk_id for r in unpurged])

@@ -1,4 +1,8 @@
-"""Truth vs index, bucket by bucket: every ACTIVE+SUCCESS copy present, nothing else present."""
+"""Truth vs index, bucket by bucket: every ACTIVE+SUCCESS copy present, nothing else present.
+
+And truth vs truth: every section's text is what its chunks make (:func:`~ragindex.pipeline.section_text.drifted`),
+so the lexical copies, which index sections, hold the chunks' current text. A drifted section counts as a mismatch.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragindex.index.protocol import VectorIndex
-from ragindex.store.protocol import ChunkStore
+from ragindex.pipeline.section_text import drifted_sections
+from ragindex.store.protocol import TruthStore
 from ragindex.store.states import IndexStatus
 from ragindex.types import VectorKind
 
@@ -22,11 +27,17 @@ class BucketReport:
     missing: dict[str, list[str]] = field(default_factory=dict)  # kind -> chunk ids marked SUCCESS but absent
     orphans: list[str] = field(default_factory=list)  # points with no ACTIVE truth row
     unfinished: dict[str, int] = field(default_factory=dict)  # kind -> ACTIVE chunks not (yet) SUCCESS
+    drifted: list[str] = field(default_factory=list)  # sections whose text is no longer what their chunks make
 
     @property
     def ok(self) -> bool:
-        """No missing copy, no orphan, nothing unfinished."""
-        return not any(self.missing.values()) and not self.orphans and not any(self.unfinished.values())
+        """No missing copy, no orphan, nothing unfinished, no drifted section."""
+        return (
+            not any(self.missing.values())
+            and not self.orphans
+            and not any(self.unfinished.values())
+            and not self.drifted
+        )
 
 
 @dataclass
@@ -57,6 +68,8 @@ class VerifyReport:
                     "orphans": b.orphans[:20],
                     "orphan_count": len(b.orphans),
                     "unfinished": {k: v for k, v in b.unfinished.items() if v},
+                    "drifted_sections": b.drifted[:20],
+                    "drifted_count": len(b.drifted),
                 }
                 for b in self.buckets
             ],
@@ -64,13 +77,14 @@ class VerifyReport:
 
 
 def verify(
-    store: ChunkStore, index: VectorIndex, collection: str | None, bucket_count: int, sparse_kinds: Sequence[str]
+    store: TruthStore, index: VectorIndex, collection: str | None, bucket_count: int, sparse_kinds: Sequence[str]
 ) -> VerifyReport:
     """Compare the truth store with the index (read-only)."""
     if collection is None:
         return VerifyReport(collection=None, buckets=[])
     kinds = (VectorKind.DENSE, *sparse_kinds)
     buckets = sorted(set(store.buckets_in_use()) | {b for b in range(bucket_count) if index.has_bucket(collection, b)})
+    drifted = drifted_sections(store)
     reports = []
     for bucket in buckets:
         expected = store.expected_points(bucket)
@@ -86,5 +100,6 @@ def verify(
                 1 for statuses in expected.values() if statuses.get(kind) not in (None, IndexStatus.SUCCESS)
             )
         report.orphans = sorted(cid for cid in present if cid not in expected)
+        report.drifted = drifted.get(bucket, [])
         reports.append(report)
     return VerifyReport(collection=collection, buckets=reports)
