@@ -199,7 +199,8 @@ def test_commands_that_leave_items_failed_exit_8(tmp_path: Path, corpus: Path) -
     delete = ragindex_cli(
         data, "delete", "--chunk-id", chunk, "--json", RAGINDEX_FAILPOINTS="purge.before_index_delete=raise"
     )
-    assert delete.returncode == EXIT_PARTIAL and json.loads(delete.stdout)["purge_failed"] == 1
+    # two copies: the chunk's point and its section's (its only chunk is gone, so the section is removed with it)
+    assert delete.returncode == EXIT_PARTIAL and json.loads(delete.stdout)["purge_failed"] == 2
     assert ragindex_cli(data, "repair").returncode == 0
 
 

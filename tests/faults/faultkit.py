@@ -70,16 +70,17 @@ PHRASES = {
 }
 
 # a re-ingest after a change: one sentence replaced in two documents (old chunks REMOVED, new ones added)
-CHANGED = {
-    "bees.txt": CORPUS["bees.txt"].replace(
+REPLACED = {  # file -> (the old sentence, the new one)
+    "bees.txt": (
         "Foragers dance in a figure of eight to tell their sisters the bearing of a flower patch.",
         "Guard bees at the entrance sniff every arrival and chase away robbers from other hives.",
     ),
-    "tcp.txt": CORPUS["tcp.txt"].replace(
+    "tcp.txt": (
         "Three duplicate acknowledgements trigger fast retransmit of the missing segment.",
         "Explicit congestion notification marks packets instead of dropping them at the router.",
     ),
 }
+CHANGED = {name: CORPUS[name].replace(old, new) for name, (old, new) in REPLACED.items()}
 
 # the failpoints of the index stages and of the purge, as the matrices of the suite name them
 BOUNDARIES = ("after_claim", "after_encode", "after_index_write", "before_mark_success")

@@ -16,7 +16,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from faultkit import CHANGED, CORPUS, INDEX_POINTS, PURGE_POINTS, assert_converged, run_cli, settings, warm_cache
+from faultkit import (
+    CHANGED,
+    CORPUS,
+    INDEX_POINTS,
+    PURGE_POINTS,
+    REPLACED,
+    assert_converged,
+    run_cli,
+    settings,
+    warm_cache,
+)
 from faultkit import write_corpus as write_files
 
 from dbkit import Server, throwaway_database
@@ -67,6 +77,26 @@ def test_a_signal_at_a_failpoint_then_one_command_converges(
     # alternate the next command so both are proven over the matrix
     next_command = "ingest" if (INGEST_POINTS + PURGE_POINTS).index(point) % 2 == 0 else "repair"
     _cell(tmp_path, operation, point, action, next_command, None)
+
+
+REINGEST_KILLS = ["chunking.after_truth_write", *PURGE_POINTS]
+
+
+@pytest.mark.parametrize("point", REINGEST_KILLS)
+def test_a_killed_reingest_of_edited_files_then_one_ingest_converges(tmp_path: Path, point: str) -> None:
+    """SIGKILL between a re-ingest's truth write of an edited file and the purge of its old version (issue 23).
+
+    The edited files are recorded with their new hash already, so the next ``ingest`` skips them as unchanged: it
+    must still purge the old version's rows the killed run left REMOVED but in the index. ONE ``ingest``, then
+    ``verify`` exits 0, and a search finds the new text and nothing of the old.
+    """
+    _cell(tmp_path, "reingest", point, "kill", "ingest", None)
+    with Engine(settings(tmp_path / "data")) as engine:
+        for old, new in REPLACED.values():
+            found = engine.search(new, user_id=1, set_id=1, mode="bm25").hits
+            assert found and new in (found[0].context or found[0].text)
+            stale = engine.search(old, user_id=1, set_id=1, mode="bm25", top_k=20).hits
+            assert not [h.chunk_id for h in stale if old in (h.context or h.text)]
 
 
 SHARED_POINTS = ("dense.after_index_write", "bm25.before_mark_success")

@@ -222,7 +222,7 @@ class SourceSync:
             removed += self.store.remove_documents([d.doc_id for d in gone])
             report.documents["removed"] += len(gone)
         report.chunks["removed"] += len(removed)
-        self._purge(removed, report)
+        self._purge_set(user_id, set_id, report)
         self._index_set(user_id, set_id, touched, job_id, report, failures, per_file)
         if report.files is not None:
             report.files += file_outcomes(per_file, report.failures)
@@ -233,6 +233,20 @@ class SourceSync:
         if not chunk_ids:
             return
         _purged, failed = self.indexer.purge(self.store.get_chunks(list(chunk_ids)))
+        if failed:
+            report.notes.append(f"{len(failed)} removed chunks are still in the index; run `ragindex repair`")
+
+    def _purge_set(self, user_id: int, set_id: int, report: IngestReport) -> None:
+        """Purge every REMOVED row of the set not yet purged: this run's, and those an interrupted run left.
+
+        A run killed between a document's truth write and its purge leaves its file recorded as unchanged, so no
+        later run re-stages it; its old rows are purged here, as the set's PENDING rows are indexed by
+        :meth:`_index_set`, and the next ``ingest`` converges alone.
+        """
+        rows = self.store.removed_unpurged(user_id=user_id, set_id=set_id)
+        if not rows:
+            return
+        _purged, failed = self.indexer.purge(rows)
         if failed:
             report.notes.append(f"{len(failed)} removed chunks are still in the index; run `ragindex repair`")
 
