@@ -23,7 +23,7 @@ from ragindex.engine import Engine
 from ragindex.errors import RagindexError
 from ragindex.pipeline.reconcile import ReconcileLoop
 from ragindex.pipeline.sync import IngestReport
-from ragindex.service import docs
+from ragindex.service import docs, openapi
 from ragindex.service.deps import ServiceState
 from ragindex.service.errors import install_handlers
 from ragindex.service.executor import ServiceEngine, set_torch_threads
@@ -47,8 +47,10 @@ binds the request to its tenant, and another tenant's objects answer 404. Upload
 background job: poll `GET /v1/jobs/{job_id}`. Search answers are `ragindex search --json`'s shape,
 with each hit's `source` relative to its upload folder or ingest root.
 
-Every error is `{"error", "message", "context"?}`; the status follows the error class (401, 403, 404,
-409, 413, 415, 422, 503). `/metrics` needs an admin key unless `RAGINDEX_METRICS_PUBLIC=true`.
+Every error is `{"error", "message", "context"?}`; the status follows the error class (400, 401, 403,
+404, 405, 409, 413, 415, 422, 502, 503), and each route lists the ones it answers. Request bodies are strict (a
+value only as its own JSON type), and this document describes this deployment: what it refuses, the schema refuses.
+`/metrics` needs an admin key unless `RAGINDEX_METRICS_PUBLIC=true`.
 """
 
 TAGS = [
@@ -204,6 +206,7 @@ def create_app(
         openapi_url="/openapi.json" if service.api_docs else None,
     )
     install_handlers(app)
+    openapi.install(app)  # /openapi.json of this deployment: what it refuses, the schema refuses
     for module in (documents, jobs, search, chunks, admin, health):
         app.include_router(module.router)
     if service.api_docs:

@@ -1,13 +1,18 @@
-"""Dependencies: the service state, the settings, the engine and the calling key's principal."""
+"""Dependencies: the service state, the settings, the engine and the calling key's principal; strict parameters."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BeforeValidator, StringConstraints
+from pydantic.json_schema import SkipJsonSchema, WithJsonSchema
+from pydantic_core import PydanticCustomError
 
 from ragindex.aio import AsyncEngine
 from ragindex.config.settings import Settings
@@ -95,6 +100,57 @@ def metrics_access(
             "or set RAGINDEX_METRICS_PUBLIC=true to serve it without one"
         )
     require_admin(get_principal(state, credentials))
+
+
+# ---------------------------------------------------------------------- strict path and query parameters
+# A path or query value is text; pydantic's lax parsing reads much of it as something else (`+7`, ` 7` and `7_000`
+# as integers; `yes`, `on`, `1` and `0` as booleans). These read a value only as its JSON spelling: an integer is
+# a JSON number with no fraction (`7`, and `7.0` or `7e0`, which JSON Schema's `integer` also is), a boolean
+# `true` or `false`.
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+
+
+def _json_integer(value: object) -> object:
+    if not isinstance(value, str):
+        return value
+    number = Decimal(value) if _JSON_NUMBER.fullmatch(value) and len(value) <= 40 else None
+    if number is None or number != number.to_integral_value():
+        raise PydanticCustomError("int_parsing", "Input should be a whole number (like 42)")
+    if number.adjusted() > 18:  # past every id (BIGINT), and `1e999999999` must not become a billion-digit int
+        raise PydanticCustomError("int_parsing_size", "Input should be less than 10**19")
+    return int(number)
+
+
+def _json_boolean(value: object) -> object:
+    if isinstance(value, str) and value not in ("true", "false"):
+        raise PydanticCustomError("bool_parsing", "Input should be true or false")
+    return value
+
+
+JSON_INTEGER = BeforeValidator(_json_integer)
+"""Put after the ``Query``/``Path`` of an integer parameter: a JSON number with no fraction (``42``, ``-1``).
+
+(After it, so the parameter's bounds stay JSON Schema's ``minimum``/``maximum`` in the OpenAPI document.)"""
+TRUE_OR_FALSE = BeforeValidator(_json_boolean)
+"""Put after the ``Query`` of a boolean parameter: ``true`` or ``false`` only."""
+
+
+def cursor_query(listing: str) -> Any:
+    """The ``cursor`` parameter of a listing: the ``next_cursor`` of its previous page.
+
+    Its JSON Schema format names the listing (``ragindex-<listing>-cursor``): a cursor is opaque, and another
+    listing's is refused.
+    """
+    return Query(
+        description="`next_cursor` of the previous page (opaque; another listing's cursor is refused).",
+        json_schema_extra={"format": f"ragindex-{listing}-cursor"},
+    )
+
+
+Cursor = Annotated[str, StringConstraints(max_length=512), WithJsonSchema({"type": "string"})] | SkipJsonSchema[None]
+"""The type of a ``cursor`` parameter (None: the first page; a query parameter is never null in the schema).
+
+Its schema is its format: no length or alphabet of a string that is not a cursor would make it one."""
 
 
 StateDep = Annotated[ServiceState, Depends(get_state)]

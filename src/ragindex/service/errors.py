@@ -2,7 +2,8 @@
 
 Every error body is ``RagindexError.to_dict()``'s shape: ``{"error", "message", "context"?}``;
 request validation adds ``detail`` (FastAPI's list of problems) and names the first field in
-``context.field``. Statuses come from ``exc.http_status``.
+``context.field``. Statuses come from ``exc.http_status``. A 405 lists in ``Allow`` every method of
+the path (Starlette's own lists only the first route that matched it).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from ragindex.errors import RagindexError
 
@@ -48,19 +50,52 @@ def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     if loc and loc[0] in ("body", "path", "query", "header", "cookie"):
         loc = loc[1:]
     field = ".".join(loc) or "request"
+    reason = str(first.get("msg", "invalid request")).removeprefix("Value error, ")
     body = {
         "error": "ValidationError",
-        "message": f"{field}: {first.get('msg', 'invalid request')}",
+        "message": f"{field}: {reason}",
         "context": {"field": field},
         "detail": jsonable_encoder(problems, custom_encoder={Exception: str}),
     }
     return JSONResponse(body, status_code=422)
 
 
-def _http_error(_request: Request, exc: Exception) -> JSONResponse:
+_UNPARSABLE = "There was an error parsing the body"  # FastAPI's detail for a body it cannot decode
+UNPARSABLE_MESSAGE = (
+    "the request body could not be parsed: send JSON with `Content-Type: application/json` "
+    "(uploads: `multipart/form-data` with `files` parts)"
+)
+
+
+def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
-    body = {"error": _HTTP_NAMES.get(exc.status_code, "HTTPError"), "message": str(exc.detail)}
-    return JSONResponse(body, status_code=exc.status_code, headers=getattr(exc, "headers", None))
+    message = str(exc.detail)
+    headers = dict(getattr(exc, "headers", None) or {})
+    if exc.status_code == 400 and message == _UNPARSABLE:
+        message = UNPARSABLE_MESSAGE
+    if exc.status_code == 405:
+        allowed = allowed_methods(request)
+        headers["Allow"] = ", ".join(allowed)
+        message = f"{request.method} is not a method of {request.url.path}; it answers {', '.join(allowed)}"
+    body = {"error": _HTTP_NAMES.get(exc.status_code, "HTTPError"), "message": message}
+    return JSONResponse(body, status_code=exc.status_code, headers=headers or None)
+
+
+_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route of the app answers at the request's path (HEAD with GET), sorted.
+
+    Asked of the app's routes one method at a time (``route.matches`` of each, as routing asks it), so routes of
+    included routers count as much as the app's own.
+    """
+    routes = request.app.router.routes
+    return [
+        method
+        for method in _METHODS
+        if any(route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes)
+    ]
 
 
 def _unexpected(_request: Request, exc: Exception) -> JSONResponse:

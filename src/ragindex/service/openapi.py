@@ -1,16 +1,26 @@
 """What ``/openapi.json`` says beyond the models: the error body, each status's example, and response examples.
 
 Every error answer has one shape (``service/errors.py``); :func:`error_responses` documents it for the statuses a
-route can answer, each with an example whose message is the kind the service really sends.
+route can answer, each with an example whose message is the kind the service really sends. :func:`install` serves
+the schema of the running deployment: what it refuses (a source it does not search, rerank without a model, more
+files than it takes) the schema refuses too.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["METRICS_EXAMPLE", "ErrorOut", "error_responses", "example"]
+from ragindex.errors import RagindexError
+from ragindex.service.errors import UNPARSABLE_MESSAGE
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from ragindex.service.deps import ServiceState
+
+__all__ = ["METRICS_EXAMPLE", "ErrorOut", "error_responses", "example", "install", "tailor"]
 
 
 class ErrorOut(BaseModel):
@@ -37,6 +47,10 @@ class ErrorOut(BaseModel):
 
 
 _ERRORS: dict[int, tuple[str, dict[str, Any]]] = {
+    400: (
+        "The body could not be parsed (not JSON, or not multipart form data for an upload).",
+        {"error": "BadRequest", "message": UNPARSABLE_MESSAGE},
+    ),
     401: (
         "No API key, or an unknown or revoked one.",
         {"error": "AuthenticationError", "message": "missing API key: send `Authorization: Bearer <key>`"},
@@ -57,7 +71,7 @@ _ERRORS: dict[int, tuple[str, dict[str, Any]]] = {
         {"error": "JobStateError", "message": "job 3f2a... already succeeded: nothing to cancel"},
     ),
     413: (
-        "The request body or a file is over its limit.",
+        "The request body (RAGINDEX_MAX_UPLOAD_BYTES) or a file (RAGINDEX_MAX_FILE_BYTES) is over its limit.",
         {
             "error": "DocumentTooLargeError",
             "message": "big.pdf is 80000000 bytes, over the limit of 52428800 (RAGINDEX_MAX_FILE_BYTES)",
@@ -81,8 +95,18 @@ _ERRORS: dict[int, tuple[str, dict[str, Any]]] = {
             "detail": [{"type": "greater_than", "loc": ["body", "set_id"], "msg": "Input should be greater than 0"}],
         },
     ),
+    502: (
+        "The query encoder failed (a remote encoder service unreachable or answering nonsense).",
+        {
+            "error": "RetrievalEncodingError",
+            "message": "dense query encoding failed: http://encoder:8080/v1/embeddings failed after 3 attempt(s): "
+            "connection refused",
+            "context": {"source": "dense"},
+        },
+    ),
     503: (
-        "The store or index is unavailable, or another process owns the embedded index.",
+        "The store or index is unavailable (the key is checked against the store), or another process owns "
+        "the embedded index.",
         {"error": "StoreError", "message": "the truth store is unreachable: ... (check RAGINDEX_DATABASE_URL)"},
     ),
 }
@@ -104,9 +128,25 @@ def error_responses(*statuses: int, more: dict[int, dict[str, Any]] | None = Non
         out[status] = {
             "model": ErrorOut,
             "description": description,
-            "content": {"application/json": {"examples": examples}},
+            "content": {"application/json": {"schema": {"$ref": _ERROR_REF}, "examples": examples}},
         }
     return out
+
+
+_ERROR_REF = "#/components/schemas/ErrorOut"
+
+
+def _errors_are_json(spec: dict[str, Any]) -> None:
+    """Only ``application/json`` in an error response's content: an error answer is JSON on every route.
+
+    (FastAPI files the error model under a route's own media type too: ``/metrics``'s ``text/plain``.)
+    """
+    for item in spec.get("paths", {}).values():
+        for operation in item.values():
+            for status, answer in operation.get("responses", {}).items():
+                content = answer.get("content", {})
+                if str(status)[:1] in "45" and content.get("application/json", {}).get("schema", {}).get("$ref"):
+                    answer["content"] = {"application/json": content["application/json"]}
 
 
 def example(description: str, body: Any) -> dict[int | str, Any]:
@@ -121,3 +161,79 @@ ragindex_http_request_duration_seconds_count{method="POST",route="/v1/search",st
 # TYPE ragindex_chunks gauge
 ragindex_chunks{kind="dense",status="SUCCESS"} 93.0
 """
+
+
+# ---------------------------------------------------------------------- this deployment's schema
+_UPLOAD = ("/v1/sets/{set_id}/documents", "post")
+
+
+def install(app: FastAPI) -> None:
+    """Serve ``/openapi.json`` tailored to the running deployment (see :func:`tailor`), built once after start-up."""
+    build = app.openapi
+    tailored: list[bool] = []
+
+    def openapi() -> dict[str, Any]:
+        spec = build()
+        _errors_are_json(spec)  # idempotent: FastAPI keeps the one document it built
+        state: ServiceState | None = getattr(app.state, "service", None)
+        if state is not None and not tailored:
+            tailor(spec, state)
+            tailored.append(True)
+        return spec
+
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented way to customise the schema
+
+
+def tailor(spec: dict[str, Any], state: ServiceState) -> None:
+    """Make the schema refuse what this deployment refuses, so a request the schema allows is one it serves.
+
+    Search's ``mode`` and ``sources`` list only the sources this deployment searches (learned sparse only where
+    it is configured, within ``RAGINDEX_RECALL_ENABLED_SOURCES``), ``rerank`` allows true only where a reranker
+    model is available, and an upload takes at most ``RAGINDEX_MAX_UPLOAD_FILES`` files.
+    """
+    schemas = spec.get("components", {}).get("schemas", {})
+    search = schemas.get("SearchRequest", {}).get("properties", {})
+    sources = searched_sources(state)
+    if "mode" in search:
+        _set_enum(search["mode"], [*(("hybrid",) if sources else ()), *sources])
+    if "sources" in search:
+        for branch in search["sources"].get("anyOf", [search["sources"]]):
+            if branch.get("type") == "array":
+                branch["items"] = {"enum": list(sources), "type": "string"}
+    if "rerank" in search and not rerank_available(state):
+        search["rerank"]["anyOf"] = [{"const": False}, {"type": "null"}]
+        search["rerank"]["description"] = (
+            "Cross-encoder rerank: false only here, no reranker model is available (RAGINDEX_RERANK_MODEL)."
+        )
+    path, method = _UPLOAD
+    upload = spec.get("paths", {}).get(path, {}).get(method, {})
+    ref = upload.get("requestBody", {}).get("content", {}).get("multipart/form-data", {}).get("schema", {})
+    body = schemas.get(str(ref.get("$ref", "")).rsplit("/", 1)[-1], {})
+    files = body.get("properties", {}).get("files")
+    if isinstance(files, dict):
+        files["maxItems"] = state.service.max_upload_files
+
+
+def searched_sources(state: ServiceState) -> tuple[str, ...]:
+    """The sources a search of this deployment may run: the engine's kinds within the enabled sources."""
+    from ragindex.retrieval.sources import enabled_by_setting
+
+    enabled = enabled_by_setting(state.settings.recall_enabled_sources)
+    return tuple(kind for kind in state.engine.kinds if enabled is None or kind in enabled)
+
+
+def rerank_available(state: ServiceState) -> bool:
+    """Whether ``rerank: true`` can be served: the engine reranks and its model is local or in the cache."""
+    if not state.rerank_supported:
+        return False
+    try:
+        state.engine.reranker.ensure_available()
+    except RagindexError:
+        return False
+    return True
+
+
+def _set_enum(field: dict[str, Any], values: list[str]) -> None:
+    for branch in field.get("anyOf", [field]):
+        if "enum" in branch:
+            branch["enum"] = values

@@ -2,18 +2,55 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from ragindex.types import MAX_CONTEXT_CHARS
 
-MAX_ID = 2**63 - 1  # ids are BIGINT in the truth store
+MAX_ID = 2**53 - 1
+"""The largest id the API takes: the largest integer every JSON client reads exactly (I-JSON, RFC 7493; a browser's
+numbers are doubles). The truth store's ids are BIGINT, far below this in practice."""
+
+WHITESPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
+"""Every character ``str.strip()`` removes (none is above U+3000)."""
+NOT_BLANK = f"[^{WHITESPACE}]"
+"""A pattern (unanchored, as JSON Schema's ``pattern`` is) that a text with something besides whitespace matches.
+
+Spelled as the characters themselves, so JSON Schema validators, Rust's regex (pydantic) and Python agree on it."""
 
 
-def _examples(*examples: dict[str, Any]) -> ConfigDict:
-    """A model's config that shows ``examples`` in its OpenAPI schema (the rest is its base model's config)."""
-    return ConfigDict(json_schema_extra={"examples": list(examples)})
+def _whole_number(value: object) -> object:
+    # JSON Schema's integers include 2.0 (a number whose fraction is zero): read it as 2, as a JSON client means it
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+WHOLE = BeforeValidator(_whole_number)
+"""On an ``int`` field of a strict model: a JSON number without a fraction (``2.0``) counts, bools and text do not."""
+WholeNumber = Annotated[int, WHOLE]
+
+
+def _given_only(**keywords: Any) -> Callable[[dict[str, Any]], None]:
+    """The schema of an optional field that refuses null: its value's schema (plus ``keywords``), no ``default``.
+
+    Its default (None) means "not given"; a validator refuses an explicit null.
+    """
+
+    def schema_of(schema: dict[str, Any]) -> None:
+        given = [branch for branch in schema.pop("anyOf", ()) if branch.get("type") != "null"]
+        schema.update(given[0] if given else {})
+        schema.pop("default", None)
+        schema.update(keywords)
+
+    return schema_of
+
+
+def _examples(*examples: dict[str, Any], **schema: Any) -> ConfigDict:
+    """A model's config that shows ``examples`` (and any further JSON Schema keywords) in its OpenAPI schema."""
+    return ConfigDict(json_schema_extra={"examples": list(examples), **schema})
 
 
 # the chunk of the examples, as a hit and as ``GET /v1/chunks/{chunk_id}`` show it
@@ -23,7 +60,28 @@ _CHUNK_PLACE = {"page": None, "section": "Bones", "start_line": 1, "end_line": 3
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: a value of one JSON type is never read as another (`"2"` or `true` for an integer, `0` or `"yes"`
+    # for a boolean: 422), and a field no model has is refused, so the schema accepts exactly what the route does
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+def _rules_of_search() -> list[dict[str, Any]]:
+    """What ``SearchRequest``'s fields require of each other, as JSON Schema (the engine refuses the rest with 422)."""
+    below_one = {"properties": {"score_threshold": {"maximum": 1}}}
+    # dense scores are cosines in [0, 1], and so are rerank scores (a sigmoid)
+    rules: list[dict[str, Any]] = [
+        {"if": {"properties": {"mode": {"const": "dense"}}, "required": ["mode"]}, "then": below_one},
+        {"if": {"properties": {"rerank": {"const": True}}, "required": ["rerank"]}, "then": below_one},
+    ]
+    # a single-source mode searches its own source: `sources`, when given, must keep it
+    rules.extend(
+        {
+            "if": {"properties": {"mode": {"const": mode}}, "required": ["mode"]},
+            "then": {"properties": {"sources": {"contains": {"const": mode}}}},
+        }
+        for mode in ("dense", "bm25", "sparse")
+    )
+    return rules
 
 
 class SearchRequest(_Body):
@@ -32,23 +90,29 @@ class SearchRequest(_Body):
     model_config = _examples(
         {"query": "what keeps bones strong", "set_id": 1, "top_k": 5, "mode": "hybrid"},
         {"query": "bones", "set_id": 1, "expand": "neighbours", "context_chars": 1500, "group_by": "document"},
+        allOf=_rules_of_search(),
     )
 
     query: str = Field(max_length=20_000, description="The query text (empty: no hits).")
-    set_id: int = Field(gt=0, le=MAX_ID, description="The set to search (of the key's tenant).")
-    doc_ids: list[Annotated[int, Field(gt=0, le=MAX_ID)]] | None = Field(
+    set_id: WholeNumber = Field(gt=0, le=MAX_ID, description="The set to search (of the key's tenant).")
+    doc_ids: list[Annotated[int, Field(gt=0, le=MAX_ID), WHOLE]] | None = Field(
         None, max_length=10_000, description="Only these documents."
     )
     mode: Literal["dense", "bm25", "sparse", "hybrid"] | None = Field(None, description="Default: hybrid.")
     fusion: Literal["rrf", "dbsf", "combine", "boost"] | None = Field(None, description="Hybrid fusion.")
-    top_k: int | None = Field(None, ge=1, le=1000, description="Hits to return.")
-    score_threshold: float | None = Field(None, description="Drop hits below this score (range depends on mode).")
+    top_k: Annotated[int, Field(ge=1, le=1000), WHOLE] | None = Field(None, description="Hits to return.")
+    score_threshold: float | None = Field(
+        None,
+        ge=0,
+        allow_inf_nan=False,
+        description="Drop hits below this score: at most 1 with mode `dense` or with `rerank` (cosines, sigmoids).",
+    )
     rerank: bool | None = Field(None, description="Cross-encoder rerank (when the engine supports it).")
     expand: Literal["none", "neighbours", "section"] | None = Field(
         None, description="Each hit's `context`: its neighbouring chunks or its section. Default: RAGINDEX_EXPAND."
     )
-    context_chars: int | None = Field(
-        None, ge=0, le=MAX_CONTEXT_CHARS, description="Most characters of a context. Default: RAGINDEX_CONTEXT_CHARS."
+    context_chars: Annotated[int, Field(ge=0, le=MAX_CONTEXT_CHARS), WHOLE] | None = Field(
+        None, description="Most characters of a context. Default: RAGINDEX_CONTEXT_CHARS."
     )
     group_by: Literal["none", "section", "document"] | None = Field(
         None, description="Merge hits of one section or document (others under `merged`). Default: RAGINDEX_GROUP_BY."
@@ -68,12 +132,38 @@ class SearchRequest(_Body):
 
 
 class ChunkPatch(_Body):
-    """``PATCH /v1/chunks/{chunk_id}``: new text (re-embedded only if it changed) and/or metadata to merge."""
+    """``PATCH /v1/chunks/{chunk_id}``: new text (re-embedded only if it changed) and/or metadata to merge.
 
-    model_config = _examples({"text": "Vitamin D helps the gut absorb calcium."}, {"metadata": {"reviewed": "yes"}})
+    At least one of the two; a field left out is left as it is (``null`` is refused: there is nothing to set).
+    """
 
-    text: str | None = Field(None, max_length=1_000_000)
-    metadata: dict[str, Any] | None = None
+    model_config = _examples(
+        {"text": "Vitamin D helps the gut absorb calcium."}, {"metadata": {"reviewed": "yes"}}, minProperties=1
+    )
+
+    text: str | None = Field(
+        None,
+        max_length=1_000_000,
+        description="The new text: not only whitespace (delete the chunk instead).",
+        json_schema_extra=_given_only(pattern=NOT_BLANK),
+    )
+    metadata: dict[str, Any] | None = Field(
+        None, description="Keys to set in the chunk's metadata.", json_schema_extra=_given_only()
+    )
+
+    @field_validator("text", "metadata", mode="before")
+    @classmethod
+    def _not_null(cls, value: object) -> object:
+        if value is None:
+            raise ValueError("leave the field out to keep it; null sets nothing")
+        return value
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty or only whitespace (delete the chunk instead)")
+        return value
 
 
 class RepairRequest(_Body):

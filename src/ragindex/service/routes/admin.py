@@ -47,13 +47,15 @@ _VERIFY = {
 _REPAIR = {"ok": True, "dry_run": True, "collection": "ragindex", "found": {}, "pending": {}, "notes": []}
 
 
-@router.get("/me", response_model=KeyInfo, responses=error_responses(401))
+@router.get("/me", response_model=KeyInfo, responses=error_responses(401, 503))
 def whoami(caller: CallerDep) -> KeyInfo:
     """The calling key's id, tenant and role."""
     return KeyInfo(key_id=caller.key_id, user_id=caller.user_id, admin=caller.admin)
 
 
-@router.get("/version", response_model=VersionOut, response_model_exclude_unset=True, responses=error_responses(401))
+@router.get(
+    "/version", response_model=VersionOut, response_model_exclude_unset=True, responses=error_responses(401, 503)
+)
 async def version(state: StateDep, _caller: CallerDep) -> dict[str, Any]:
     """The ragindex version, the truth-store schema the code needs and the one the database has, the dense model.
 
@@ -64,7 +66,7 @@ async def version(state: StateDep, _caller: CallerDep) -> dict[str, Any]:
 
 @router.get(
     "/status",
-    responses={**example("Documents and chunks per status per set.", _STATUS), **error_responses(401, 403)},
+    responses={**example("Documents and chunks per status per set.", _STATUS), **error_responses(401, 403, 503)},
 )
 async def status(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
     """Documents and chunks per status per set, the collections, and the job queue."""
@@ -86,7 +88,7 @@ async def verify(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
     "/repair",
     responses={
         **example("`ragindex repair --json`'s report (abridged here).", _REPAIR),
-        **error_responses(401, 403, 422, 503),
+        **error_responses(400, 401, 403, 413, 422, 503),
     },
 )
 async def repair(state: StateDep, _admin: AdminDep, body: RepairRequest | None = None) -> dict[str, Any]:

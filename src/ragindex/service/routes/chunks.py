@@ -43,7 +43,7 @@ _DELETED = {
     "/chunks/{chunk_id}",
     response_model=ChunkOut,
     response_model_exclude_unset=True,
-    responses=error_responses(401, 404, 422),
+    responses=error_responses(401, 404, 422, 503),
 )
 async def get_chunk(chunk_id: ChunkId, state: StateDep, caller: CallerDep) -> dict[str, Any]:
     """An ACTIVE chunk with its per-kind index statuses (404 for another tenant's chunk)."""
@@ -70,7 +70,7 @@ async def get_chunk(chunk_id: ChunkId, state: StateDep, caller: CallerDep) -> di
     "/chunks/{chunk_id}",
     responses={
         **example("The new statuses; `reembedded` when the text changed and its vectors were rewritten.", _PATCHED),
-        **error_responses(401, 404, 422, 503),
+        **error_responses(400, 401, 404, 413, 422, 503),
     },
 )
 async def patch_chunk(chunk_id: ChunkId, body: ChunkPatch, state: StateDep, caller: CallerDep) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from ragindex.errors import NotFoundError, ValidationError
 from ragindex.paging import DEFAULT_LIMIT, MAX_LIMIT
 from ragindex.pipeline.inspection import document_summary, parsed_dict
 from ragindex.service import uploads
-from ragindex.service.deps import CallerDep, StateDep
+from ragindex.service.deps import JSON_INTEGER, TRUE_OR_FALSE, CallerDep, Cursor, StateDep, cursor_query
 from ragindex.service.job_state import JobState
 from ragindex.service.openapi import error_responses, example
 from ragindex.service.schemas import (
@@ -40,19 +40,26 @@ _DELETED = {
     "errors": [],
     "next_action": None,
 }
-SetIdPath = Annotated[int, PathParam(gt=0, le=MAX_ID, description="A set of the key's tenant.")]
-DocIdPath = Annotated[int, PathParam(gt=0, le=MAX_ID)]
+SetIdPath = Annotated[int, PathParam(gt=0, le=MAX_ID, description="A set of the key's tenant."), JSON_INTEGER]
+DocIdPath = Annotated[int, PathParam(gt=0, le=MAX_ID), JSON_INTEGER]
 
 
 @router.post(
     "/sets/{set_id}/documents",
     status_code=202,
     response_model=JobAccepted,
-    responses=error_responses(401, 413, 415, 422, 503),
+    responses=error_responses(400, 401, 413, 415, 422, 503),
 )
 async def upload_documents(
     set_id: SetIdPath,
-    files: Annotated[list[UploadFile], File(description="One or many files (form field `files`).")],
+    files: Annotated[
+        list[UploadFile],
+        File(
+            min_length=1,
+            description="One or many files (form field `files`), each named with a suffix a loader reads (415 "
+            "otherwise) and each name once per upload; at most RAGINDEX_MAX_UPLOAD_FILES of them.",
+        ),
+    ],
     state: StateDep,
     caller: CallerDep,
 ) -> JobAccepted:
@@ -77,7 +84,7 @@ async def upload_documents(
     return JobAccepted(job_id=job_id, status=JobState.QUEUED, files=names)
 
 
-@router.get("/sets", response_model=SetsOut, response_model_exclude_unset=True, responses=error_responses(401))
+@router.get("/sets", response_model=SetsOut, response_model_exclude_unset=True, responses=error_responses(401, 503))
 async def list_sets(state: StateDep, caller: CallerDep) -> dict[str, Any]:
     """The sets of the key's tenant that hold documents, with their document count per status."""
     counts: dict[int, dict[str, int]] = {}
@@ -92,7 +99,7 @@ async def list_sets(state: StateDep, caller: CallerDep) -> dict[str, Any]:
     "/sets/{set_id}/documents",
     response_model=SetDocumentsOut,
     response_model_exclude_unset=True,
-    responses=error_responses(401, 422),
+    responses=error_responses(401, 422, 503),
 )
 async def list_documents(set_id: SetIdPath, state: StateDep, caller: CallerDep) -> dict[str, Any]:
     """The set's documents with their processing status (SUCCESS, FAILED, PROCESSING)."""
@@ -102,14 +109,16 @@ async def list_documents(set_id: SetIdPath, state: StateDep, caller: CallerDep) 
     return {"set_id": set_id, "documents": docs}
 
 
-@router.get("/documents", response_model=DocumentPageOut, responses=error_responses(401, 422))
+@router.get("/documents", response_model=DocumentPageOut, responses=error_responses(401, 422, 503))
 async def documents_page(
     state: StateDep,
     caller: CallerDep,
-    set_id: Annotated[int | None, Query(gt=0, le=MAX_ID, description="Only this set.")] = None,
+    set_id: Annotated[int | None, Query(gt=0, le=MAX_ID, description="Only this set."), JSON_INTEGER] = None,
     status: Annotated[DocStatus | None, Query(description="Only documents with this status.")] = None,
-    cursor: Annotated[str | None, Query(max_length=512, description="`next_cursor` of the previous page.")] = None,
-    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="Most documents per page.")] = DEFAULT_LIMIT,
+    cursor: Annotated[Cursor, cursor_query("documents")] = None,
+    limit: Annotated[
+        int, Query(ge=1, le=MAX_LIMIT, description="Most documents per page."), JSON_INTEGER
+    ] = DEFAULT_LIMIT,
 ) -> DocumentPageOut:
     """The key's tenant's documents by id, a page at a time (FAILED ones carry their error)."""
     page = await state.aengine.documents(
@@ -120,12 +129,14 @@ async def documents_page(
     return DocumentPageOut.model_validate(out)
 
 
-@router.get("/documents/{doc_id}", response_model=DocumentDetailOut, responses=error_responses(401, 404, 422))
+@router.get("/documents/{doc_id}", response_model=DocumentDetailOut, responses=error_responses(401, 404, 422, 503))
 async def get_document(
     doc_id: DocIdPath,
     state: StateDep,
     caller: CallerDep,
-    chunks: Annotated[bool, Query(description="Also list every chunk and section with its statuses.")] = False,
+    chunks: Annotated[
+        bool, Query(description="Also list every chunk and section with its statuses."), TRUE_OR_FALSE
+    ] = False,
 ) -> DocumentDetailOut:
     """A document of the key's tenant: its fields, the stages of its last run, its chunk counts (and chunks)."""
     out = (await state.aengine.document(doc_id, user_id=caller.user_id, chunks=chunks)).to_dict()
@@ -133,7 +144,9 @@ async def get_document(
     return DocumentDetailOut.model_validate(out)
 
 
-@router.get("/documents/{doc_id}/parsed", response_model=ParsedDocumentOut, responses=error_responses(401, 404, 422))
+@router.get(
+    "/documents/{doc_id}/parsed", response_model=ParsedDocumentOut, responses=error_responses(401, 404, 422, 503)
+)
 async def get_parsed_document(
     doc_id: DocIdPath,
     state: StateDep,

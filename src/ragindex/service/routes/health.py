@@ -66,7 +66,7 @@ def readyz(state: StateDep) -> dict[str, Any] | JSONResponse:
     dependencies=[Depends(metrics_access)],
     responses={
         200: {"description": "Prometheus text exposition.", "content": {"text/plain": {"example": METRICS_EXAMPLE}}},
-        **error_responses(401, 403),
+        **error_responses(401, 403, 503),
     },
 )
 def metrics(state: StateDep) -> Response:

@@ -14,7 +14,7 @@ from ragindex.errors import ValidationError
 from ragindex.fields import pick
 from ragindex.paging import DEFAULT_LIMIT, MAX_LIMIT, decode_cursor, encode_cursor
 from ragindex.service.cancel import request_cancel
-from ragindex.service.deps import CallerDep, StateDep
+from ragindex.service.deps import JSON_INTEGER, CallerDep, Cursor, StateDep, cursor_query
 from ragindex.service.job_state import JobState
 from ragindex.service.openapi import error_responses
 from ragindex.service.schemas import JobCancelOut, JobDetailOut, JobPageOut, JobStatus
@@ -36,13 +36,13 @@ def job_summary(job: JobRow) -> dict[str, Any]:
     }
 
 
-@router.get("/jobs", response_model=JobPageOut, responses=error_responses(401, 422))
+@router.get("/jobs", response_model=JobPageOut, responses=error_responses(401, 422, 503))
 def list_jobs(
     state: StateDep,
     caller: CallerDep,
     status: Annotated[JobStatus | None, Query(description="Only jobs in this state.")] = None,
-    cursor: Annotated[str | None, Query(max_length=512, description="`next_cursor` of the previous page.")] = None,
-    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="Most jobs per page.")] = DEFAULT_LIMIT,
+    cursor: Annotated[Cursor, cursor_query("jobs")] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="Most jobs per page."), JSON_INTEGER] = DEFAULT_LIMIT,
 ) -> JobPageOut:
     """The key's tenant's jobs, newest first, a page at a time."""
     before = _job_key(cursor) if cursor else None
@@ -68,7 +68,7 @@ def _job_key(cursor: str) -> tuple[datetime, str]:
     "/jobs/{job_id}",
     response_model=JobDetailOut,
     response_model_exclude_unset=True,
-    responses=error_responses(401, 404, 422),
+    responses=error_responses(401, 404, 422, 503),
 )
 def get_job(job_id: JobIdPath, state: StateDep, caller: CallerDep) -> dict[str, Any]:
     """A job of the key's tenant: status, live progress, each document's pipeline run, and the report when done."""
@@ -99,7 +99,7 @@ def get_job(job_id: JobIdPath, state: StateDep, caller: CallerDep) -> dict[str, 
     response_model=JobCancelOut,
     responses={
         202: {"model": JobCancelOut, "description": "Running: it stops at its next file or batch boundary."},
-        **error_responses(401, 404, 409, 422),
+        **error_responses(401, 404, 409, 422, 503),
     },
 )
 def cancel_job(job_id: JobIdPath, state: StateDep, caller: CallerDep, response: Response) -> JobCancelOut:
