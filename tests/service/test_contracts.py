@@ -220,10 +220,10 @@ def test_the_schema_refuses_what_the_server_refuses(service: Service, spec: dict
 
 def test_every_status_a_route_answers_is_documented_with_the_error_body(spec: dict[str, Any]) -> None:
     expected = {
-        ("post", "/v1/search"): {"400", "401", "413", "422", "502", "503"},
-        ("patch", "/v1/chunks/{chunk_id}"): {"400", "401", "404", "413", "422", "503"},
+        ("post", "/v1/search"): {"400", "401", "409", "413", "422", "502", "503"},
+        ("patch", "/v1/chunks/{chunk_id}"): {"400", "401", "404", "409", "413", "422", "503"},
         ("post", "/v1/sets/{set_id}/documents"): {"400", "401", "413", "415", "422", "503"},
-        ("post", "/v1/repair"): {"400", "401", "403", "413", "422", "503"},
+        ("post", "/v1/repair"): {"400", "401", "403", "409", "413", "422", "503"},
         ("delete", "/v1/jobs/{job_id}"): {"401", "404", "409", "422", "503"},
         ("get", "/metrics"): {"401", "403", "503"},
     }

@@ -67,7 +67,8 @@ _ERRORS: dict[int, tuple[str, dict[str, Any]]] = {
         {"error": "NotFoundError", "message": "document 42 not found", "context": {"doc_id": 42}},
     ),
     409: (
-        "The object is not in a state that allows this.",
+        "The object is not in a state that allows this (a finished job), a concurrent edit of the same section "
+        "won (send it again), or the collection was built with another model than the one configured.",
         {"error": "JobStateError", "message": "job 3f2a... already succeeded: nothing to cancel"},
     ),
     413: (

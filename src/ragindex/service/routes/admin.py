@@ -77,7 +77,10 @@ async def status(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
 
 @router.post(
     "/verify",
-    responses={**example("Per bucket: expected and present points.", _VERIFY), **error_responses(401, 403, 503)},
+    responses={
+        **example("Per bucket: expected and present points.", _VERIFY),
+        **error_responses(401, 403, 409, 503),
+    },
 )
 async def verify(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
     """Compare the truth store with the index (read-only; holds the index thread while it scans)."""
@@ -88,7 +91,7 @@ async def verify(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
     "/repair",
     responses={
         **example("`ragindex repair --json`'s report (abridged here).", _REPAIR),
-        **error_responses(400, 401, 403, 413, 422, 503),
+        **error_responses(400, 401, 403, 409, 413, 422, 503),
     },
 )
 async def repair(state: StateDep, _admin: AdminDep, body: RepairRequest | None = None) -> dict[str, Any]:

@@ -70,7 +70,7 @@ async def get_chunk(chunk_id: ChunkId, state: StateDep, caller: CallerDep) -> di
     "/chunks/{chunk_id}",
     responses={
         **example("The new statuses; `reembedded` when the text changed and its vectors were rewritten.", _PATCHED),
-        **error_responses(400, 401, 404, 413, 422, 503),
+        **error_responses(400, 401, 404, 409, 413, 422, 503),
     },
 )
 async def patch_chunk(chunk_id: ChunkId, body: ChunkPatch, state: StateDep, caller: CallerDep) -> dict[str, Any]:
@@ -83,7 +83,7 @@ async def patch_chunk(chunk_id: ChunkId, body: ChunkPatch, state: StateDep, call
 
 @router.delete(
     "/chunks/{chunk_id}",
-    responses={**example("What was deleted and purged.", _DELETED), **error_responses(401, 404, 422, 503)},
+    responses={**example("What was deleted and purged.", _DELETED), **error_responses(401, 404, 409, 422, 503)},
 )
 async def delete_chunk(chunk_id: ChunkId, state: StateDep, caller: CallerDep) -> dict[str, Any]:
     """Delete a chunk: gone from search at once, then purged from the index."""

@@ -165,7 +165,7 @@ async def get_parsed_document(
     "/documents/{doc_id}",
     responses={
         **example("What was deleted and purged from the index.", _DELETED),
-        **error_responses(401, 404, 422, 503),
+        **error_responses(401, 404, 409, 422, 503),
     },
 )
 async def delete_document(

@@ -30,7 +30,7 @@ _NO_RERANKER = {
     "/search",
     response_model=SearchOut,
     response_model_exclude_unset=True,  # optional keys (warnings, context, merged) only when the engine sets them
-    responses=error_responses(400, 401, 413, 422, 502, 503, more={422: {"rerank_unavailable": _NO_RERANKER}}),
+    responses=error_responses(400, 401, 409, 413, 422, 502, 503, more={422: {"rerank_unavailable": _NO_RERANKER}}),
 )
 async def search(body: SearchRequest, state: StateDep, caller: CallerDep) -> dict[str, Any]:
     """Search one set of the key's tenant; every hit is backfilled from the truth store.
