@@ -34,12 +34,13 @@ def serve(
         from ragindex._optional import require
 
         require("service", "the HTTP service (ragindex serve)", "fastapi", "uvicorn", "multipart", "prometheus_client")
-        import uvicorn
-
         from ragindex.service.app import create_app
+        from ragindex.serving import serve as run_server
 
-        stops.restore()  # uvicorn stops gracefully on SIGINT/SIGTERM and exits 0
-        uvicorn.run(create_app(load_settings()), host=host, port=port, log_level=log_level)
+        settings = load_settings()
+        stops.restore()  # uvicorn stops gracefully on SIGINT/SIGTERM
+        # a start-up failure (another process owns the index) is raised here: one line and its exit code
+        run_server(create_app(settings), host=host, port=port, http=settings.http, log_level=log_level)
 
     guarded(body)
 

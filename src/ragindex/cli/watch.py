@@ -110,8 +110,7 @@ def _watch_and_serve(
     from ragindex._optional import require
 
     require("service", "watch --serve", "fastapi", "uvicorn", "multipart", "prometheus_client")
-    import uvicorn
-
+    from ragindex import serving
     from ragindex.service.app import create_app
     from ragindex.service.executor import ServiceEngine, set_torch_threads
     from ragindex.service.settings import ServiceSettings
@@ -140,7 +139,8 @@ def _watch_and_serve(
         thread = threading.Thread(target=run, name="ragindex-watch", daemon=True)
         thread.start()
         received = _note_signals()
-        uvicorn.run(create_app(service=service, engine=engine), host=host, port=port, log_level=log_level)
+        service_app = create_app(service=service, engine=engine)
+        serving.serve(service_app, host=host, port=port, http=engine.settings.http, log_level=log_level)
         stop.set()
         engine.request_stop()
         thread.join(service.job_shutdown_seconds)

@@ -17,6 +17,7 @@ from typing import TypeVar
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ragindex.config.http import HttpSettings
 from ragindex.config.sections import (
     DEFAULT_DENSE_MODEL,
     DEFAULT_RERANK_MODEL,
@@ -59,6 +60,7 @@ SECTIONS: dict[str, type[SettingsSection]] = {
     "runtime": RuntimeSettings,
     "pipeline": PipelineSettings,
     "encoder_server": EncoderServerSettings,
+    "http": HttpSettings,
 }
 """Each section by the name of its :class:`Settings` property, in README order."""
 
@@ -77,6 +79,7 @@ class Settings(
     RuntimeSettings,
     PipelineSettings,
     EncoderServerSettings,
+    HttpSettings,
     BaseSettings,
 ):
     """All ragindex settings (environment prefix ``RAGINDEX_``, ``.env`` supported).
@@ -178,3 +181,8 @@ class Settings(
     def encoder_server(self) -> EncoderServerSettings:
         """``ragindex encoder-server``."""
         return self.section(EncoderServerSettings)
+
+    @property
+    def http(self) -> HttpSettings:
+        """The HTTP servers' limits on slow clients."""
+        return self.section(HttpSettings)

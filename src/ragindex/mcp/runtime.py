@@ -130,10 +130,9 @@ async def _serve_stdio_until_signal(server: RagindexMcp, received: list[int], st
 
 
 def _run_http(toolbox: Toolbox, settings: Settings, options: McpOptions, version: str) -> list[int]:
-    import uvicorn
-
     from ragindex.mcp.server import RagindexMcp, http_app, key_tenant
     from ragindex.service.store import SqlServiceStore
+    from ragindex.serving import serve
 
     host = options.host or "127.0.0.1"
     port = options.port if options.port is not None else 8000
@@ -142,7 +141,7 @@ def _run_http(toolbox: Toolbox, settings: Settings, options: McpOptions, version
         server = RagindexMcp(toolbox, key_tenant(options.set_id), version=version)
         app = http_app(server, store, host=host, path=options.path)
         received = _note_signals()
-        uvicorn.run(app, host=host, port=port, log_level=options.log_level)
+        serve(app, host=host, port=port, http=settings.http, log_level=options.log_level)
         return received
     finally:
         store.close()

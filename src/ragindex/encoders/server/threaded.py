@@ -8,6 +8,7 @@ import time
 from typing import Any, Self
 
 from ragindex._optional import require
+from ragindex.config.http import HttpSettings
 from ragindex.errors import ConfigurationError
 
 __all__ = ["ThreadedServer"]
@@ -23,14 +24,25 @@ class ThreadedServer:
         startup_timeout: Seconds to wait for the server to accept connections.
 
     Use as a context manager: the ``with`` block yields the server, whose :attr:`url` is the base URL;
-    leaving it stops uvicorn (running the app's lifespan shutdown) and joins the thread.
+    leaving it stops uvicorn (running the app's lifespan shutdown) and joins the thread. It runs with the header
+    and body deadlines of every ragindex server (:mod:`ragindex.serving`, default
+    :class:`~ragindex.config.http.HttpSettings` unless ``http`` is given).
     """
 
-    def __init__(self, app: Any, *, host: str = "127.0.0.1", port: int = 0, startup_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        app: Any,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        startup_timeout: float = 30.0,
+        http: HttpSettings | None = None,
+    ) -> None:
         self.app = app
         self.host = host
         self.port = port
         self.startup_timeout = startup_timeout
+        self.http = http
         self._server: Any = None
         self._thread: threading.Thread | None = None
 
@@ -44,6 +56,8 @@ class ThreadedServer:
         require("service", "serving over HTTP", "uvicorn")
         import uvicorn
 
+        from ragindex.serving import server_config
+
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -52,7 +66,7 @@ class ThreadedServer:
             sock.close()
             raise
         self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self.app, log_level="warning", lifespan="on", access_log=False)
+        config = server_config(self.app, http=self.http, log_level="warning", lifespan="on", access_log=False)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._serve, args=(sock,), name=f"uvicorn-{self.port}", daemon=True)
         self._thread.start()
