@@ -39,7 +39,11 @@ def _ragindex_error(_request: Request, exc: Exception) -> JSONResponse:
     if exc.http_status >= 500:
         log.error("%s: %s", type(exc).__name__, exc.message)
     headers = {"WWW-Authenticate": "Bearer"} if exc.http_status == 401 else None
-    return JSONResponse(jsonable_encoder(exc.to_dict()), status_code=exc.http_status, headers=headers)
+    body = jsonable_encoder(exc.to_dict())
+    sources = getattr(getattr(_request.app.state, "service", None), "sources", None)
+    if sources is not None:  # an error names the file it is about, never its server path (ragindex.service.sources)
+        body = sources.scrub(body)
+    return JSONResponse(body, status_code=exc.http_status, headers=headers)
 
 
 def _validation_error(_request: Request, exc: Exception) -> JSONResponse:

@@ -5,14 +5,25 @@ a client has no use for the server's layout and must not learn it. An upload sho
 set's upload folder (``notes.md``), a file ingested on the server (``ragindex ingest``, ``watch``) as its path
 inside the deepest of ``RAGINDEX_SOURCE_ROOTS`` that holds it (``guides/setup.md``), and anything else as its
 file name. A record of a records file keeps its ``#<record id>``.
+
+The same goes for free text: an error message, a job's error, a report's notes carry the path of the file they are
+about (``/var/lib/ragindex/blobs/7/1/big.txt gives 40 chunks, over the limit``). :meth:`SourcePaths.text` takes
+the upload folders and source roots out of such text (``big.txt gives 40 chunks, ...``) and names the data
+directory ``<data_dir>``; :meth:`SourcePaths.scrub` does it to every error and message of an answer.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+TEXT_KEYS = frozenset({"error", "message", "notes", "last_error", "reason"})
+"""Keys of an answer whose text is scrubbed (with everything under them)."""
+CONTEXT_PATH_KEYS = frozenset({"path", "file", "source", "uri", "source_uri", "file_uri"})
+"""Keys of an error's ``context`` that hold a path: shown as :meth:`SourcePaths.public` would."""
 
 
 class SourcePaths:
@@ -21,13 +32,15 @@ class SourcePaths:
     Args:
         blob_root: The service's upload root (``<blob_root>/<user_id>/<set_id>/<file>``).
         roots: Folders documents were ingested from on the server; a file path stands for its folder.
+        data_dir: The data directory, named ``<data_dir>`` in free text (an index or store error).
     """
 
-    def __init__(self, blob_root: Path, roots: Iterable[Path] = ()) -> None:
+    def __init__(self, blob_root: Path, roots: Iterable[Path] = (), *, data_dir: Path | None = None) -> None:
         self.blob_root = blob_root.expanduser().resolve()
         resolved = (r.expanduser().resolve() for r in roots)
         folders = {r.parent if r.is_file() else r for r in resolved}
         self.roots = sorted(folders, key=lambda p: len(p.parts), reverse=True)  # deepest first
+        self._in_text = _text_pattern(self.blob_root, self.roots, data_dir)
         # every search answer rewrites its hits' sources, and pathlib costs ~0.1 ms each: remember recent ones
         self._relative = functools.lru_cache(maxsize=4096)(self._relative_path)
 
@@ -45,6 +58,46 @@ class SourcePaths:
                 return str(file.relative_to(base))
         return file.name
 
+    def text(self, message: str) -> str:
+        """``message`` without server paths (its upload folders and source roots taken out, the rest named).
+
+        A path under a set's upload folder or a source root becomes relative to it (``big.txt``,
+        ``guides/setup.md``); the upload root and the data directory are named ``<uploads>`` and ``<data_dir>``.
+        """
+        if "/" not in message:
+            return message
+        return self._in_text.sub(self._replace, message)
+
+    @staticmethod
+    def _replace(match: re.Match[str]) -> str:
+        name = match.lastgroup
+        return "" if name is None or name == "folder" else f"<{name}>"
+
+    def scrub(self, value: Any, *, _mode: str = "") -> Any:
+        """A JSON-like answer with server paths taken out of its errors and messages (:meth:`text`), in place.
+
+        Strings under the keys of :data:`TEXT_KEYS` (at any depth) are scrubbed; the path keys of an error's
+        ``context`` (:data:`CONTEXT_PATH_KEYS`) are shown relative, or by their file name. Other values (a chunk's
+        text, a document's metadata) are left as they are.
+        """
+        if isinstance(value, str):
+            if _mode == "path":
+                public = self.text(value)
+                return public.rsplit("/", 1)[-1] if public.startswith("/") else public
+            return self.text(value) if _mode == "text" else value
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if _mode == "text" or key in TEXT_KEYS:
+                    mode = "text"
+                elif _mode == "context" and key in CONTEXT_PATH_KEYS:
+                    mode = "path"
+                else:
+                    mode = "context" if key == "context" else ""
+                value[key] = self.scrub(item, _mode=mode)
+        elif isinstance(value, list):
+            value[:] = [self.scrub(item, _mode=_mode) for item in value]
+        return value
+
     def hits(self, result: dict[str, Any], *, user_id: int) -> dict[str, Any]:
         """A search answer (``SearchResult.to_dict()``) with every hit's ``source`` made public, in place."""
         for hit in result.get("hits", ()):
@@ -52,14 +105,16 @@ class SourcePaths:
         return result
 
     def documents(self, docs: Sequence[dict[str, Any]], *, keys: Sequence[str] = ("source",)) -> None:
-        """Document summaries (``source``, and ``file`` of a detail) made public, in place."""
+        """Document summaries (``source``, and ``file`` of a detail; their ``error``) made public, in place."""
         for doc in docs:
             for key in keys:
                 if isinstance(doc.get(key), str):
                     doc[key] = self.public(doc[key], user_id=doc["user_id"], set_id=doc["set_id"])
+            if isinstance(doc.get("error"), str):
+                doc["error"] = self.text(doc["error"])
 
     def report(self, report: Mapping[str, Any] | None, *, user_id: int, set_id: int) -> dict[str, Any] | None:
-        """A copy of a job's ingest report with the paths of its ``files`` and ``failures`` made public."""
+        """A copy of a job's ingest report: the paths of its ``files`` and ``failures`` public, its texts scrubbed."""
         if report is None:
             return None
         out = dict(report)
@@ -77,4 +132,27 @@ class SourcePaths:
                     else entry
                     for entry in entries
                 ]
-        return out
+        if isinstance(out.get("notes"), list):
+            out["notes"] = list(out["notes"])
+        scrubbed: dict[str, Any] = self.scrub(out)
+        return scrubbed
+
+
+def _text_pattern(blob_root: Path, roots: Sequence[Path], data_dir: Path | None) -> re.Pattern[str]:
+    """One regular expression over the server folders of :class:`SourcePaths`, the most specific first.
+
+    A set's upload folder and a source root (with the slash after them) match as ``folder`` and are removed; the
+    upload root itself matches as ``uploads``, the data directory as ``data_dir``. A folder matches only where a
+    path component ends (``/srv/docs`` is not taken out of ``/srv/docs2/x``).
+    """
+
+    def spelled(path: Path) -> str:
+        names = {str(path), str(path.resolve())}
+        return "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+
+    folders = [rf"(?:{spelled(blob_root)})/\d+/\d+/", *(rf"(?:{spelled(root)})/" for root in roots)]
+    end = r"(?=/|[^\w.\-]|$)"
+    parts = [f"(?P<folder>{'|'.join(folders)})", rf"(?P<uploads>(?:{spelled(blob_root)}){end})"]
+    if data_dir is not None:
+        parts.append(rf"(?P<data_dir>(?:{spelled(data_dir.expanduser())}){end})")
+    return re.compile("|".join(parts))

@@ -141,6 +141,7 @@ async def get_document(
     """A document of the key's tenant: its fields, the stages of its last run, its chunk counts (and chunks)."""
     out = (await state.aengine.document(doc_id, user_id=caller.user_id, chunks=chunks)).to_dict()
     state.sources.documents([out["document"]], keys=("source", "file"))
+    state.sources.scrub(out)  # the run's and the stages' errors name files, never server paths
     return DocumentDetailOut.model_validate(out)
 
 

@@ -50,7 +50,8 @@ def list_jobs(
     more = len(rows) > limit
     rows = rows[:limit]
     next_cursor = encode_cursor("jobs", [rows[-1].created_at.isoformat(), rows[-1].job_id]) if more else None
-    return JobPageOut.model_validate({"jobs": [job_summary(j) for j in rows], "next_cursor": next_cursor})
+    jobs = state.sources.scrub([job_summary(j) for j in rows])  # errors name files, never server paths
+    return JobPageOut.model_validate({"jobs": jobs, "next_cursor": next_cursor})
 
 
 def _job_key(cursor: str) -> tuple[datetime, str]:
@@ -86,12 +87,9 @@ def get_job(job_id: JobIdPath, state: StateDep, caller: CallerDep) -> dict[str, 
         }
         for r in reversed(state.engine.store.runs(job_id=job_id))
     ]
-    return {
-        **job_summary(job),
-        "progress": state.jobs.progress(job_id),
-        "runs": runs,
-        "report": state.sources.report(job.report, user_id=job.user_id, set_id=job.set_id),
-    }
+    detail = {**job_summary(job), "progress": state.jobs.progress(job_id), "runs": runs}
+    scrubbed: dict[str, Any] = state.sources.scrub(detail)  # errors name files, never server paths
+    return {**scrubbed, "report": state.sources.report(job.report, user_id=job.user_id, set_id=job.set_id)}
 
 
 @router.delete(
