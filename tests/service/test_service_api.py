@@ -53,8 +53,12 @@ def corpus(service: Service, keys: dict[str, str]) -> dict[str, object]:
 def test_health_ready_docs_and_openapi(service: Service) -> None:
     with service.client() as client:
         assert client.get("/healthz").json() == {"status": "ok"}
-        ready = client.get("/readyz")
+        deadline = time.monotonic() + 120
+        while (ready := client.get("/readyz")).status_code == 503 and time.monotonic() < deadline:
+            assert ready.json()["checks"]["dense"] == "loading", ready.text  # the model loads after start-up
+            time.sleep(0.1)
         assert ready.status_code == 200 and ready.json()["status"] == "ready"
+        assert ready.json()["checks"] == {"store": "ok", "index": "ok", "dense": "ok"}
         assert client.get("/docs").status_code == 200
         paths = client.get("/openapi.json").json()["paths"]
     for path in ("/v1/sets/{set_id}/documents", "/v1/jobs/{job_id}", "/v1/search", "/v1/chunks/{chunk_id}"):

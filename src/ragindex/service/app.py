@@ -20,17 +20,18 @@ from ragindex.about import package_version
 from ragindex.aio import AsyncEngine
 from ragindex.config.settings import Settings
 from ragindex.engine import Engine
-from ragindex.errors import RagindexError
 from ragindex.pipeline.reconcile import ReconcileLoop
 from ragindex.pipeline.sync import IngestReport
 from ragindex.service import docs, openapi
 from ragindex.service.deps import ServiceState
 from ragindex.service.errors import install_handlers
 from ragindex.service.executor import ServiceEngine, set_torch_threads
+from ragindex.service.hygiene import RequestGate
 from ragindex.service.jobs import JobRunner
 from ragindex.service.metrics import Metrics, MetricsMiddleware
 from ragindex.service.page import router as page_router
 from ragindex.service.queue import EventPublisher, IngestQueue
+from ragindex.service.readiness import DenseWarmUp
 from ragindex.service.reconcile import start_reconciler
 from ragindex.service.routes import admin, chunks, documents, health, jobs, search
 from ragindex.service.settings import ServiceSettings
@@ -71,8 +72,9 @@ def _start(settings: Settings, service: ServiceSettings, given: ServiceEngine | 
     try:
         store = SqlServiceStore(settings.resolved_database_url)
         _ = engine.index  # take ownership of the shards now: a second owner fails at start, not on a request
-        if service.warm_up:
-            _warm_up(engine)
+        # the model loads on its own thread: the port answers meanwhile (/healthz), /readyz waits for it
+        warm_up = DenseWarmUp(engine, enabled=service.warm_up)
+        warm_up.start()
         metrics_ref: list[Metrics] = []
         # a broker configured: upload jobs go to `ragindex worker` processes and none runs here
         ingest_queue = IngestQueue.from_settings(service) if service.queue_url else None
@@ -120,9 +122,10 @@ def _start(settings: Settings, service: ServiceSettings, given: ServiceEngine | 
             blob_root=blob_root,
             suffixes=frozenset(factory.build_loaders(settings).supported_suffixes),
             rerank_supported="rerank" in inspect.signature(Engine.search).parameters,
-            sources=SourcePaths(blob_root, service.source_roots),
+            sources=SourcePaths(blob_root, service.source_roots, data_dir=settings.data_dir),
         )
         state.extra["events"] = events
+        state.extra["warm_up"] = warm_up
         state.extra["owns_engine"] = given is None
         if ingest_queue is not None:
             state.extra["queue"] = ingest_queue
@@ -139,14 +142,6 @@ def _start(settings: Settings, service: ServiceSettings, given: ServiceEngine | 
             store.close()
         raise
     return state
-
-
-def _warm_up(engine: ServiceEngine) -> None:
-    """Load the dense model (or reach the remote encoder) before the first request needs it."""
-    try:
-        engine.dense.encode_queries(["warm up"])
-    except RagindexError as exc:
-        log.warning("dense encoder warm-up failed (searches will retry): %s", exc.message)
 
 
 def _stop(state: ServiceState) -> None:
@@ -213,10 +208,17 @@ def create_app(
         app.include_router(docs.router)
     app.include_router(page_router)  # GET / : the retrieval-testing page
     app.add_middleware(BodyLimitMiddleware, limit=service.max_upload_bytes)
+    # the key and the uploads in flight are checked before a body is read (outside the body limit: 401 first)
+    app.add_middleware(RequestGate, state=lambda: _state_of(app), max_uploads=service.max_concurrent_uploads)
     app.add_middleware(MetricsMiddleware, metrics=lambda: _metrics_of(app))
     return app
 
 
 def _metrics_of(app: FastAPI) -> Metrics | None:
-    state: ServiceState | None = getattr(app.state, "service", None)
+    state = _state_of(app)
     return state.metrics if state is not None else None
+
+
+def _state_of(app: FastAPI) -> ServiceState | None:
+    state: ServiceState | None = getattr(app.state, "service", None)
+    return state

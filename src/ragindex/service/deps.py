@@ -18,6 +18,7 @@ from ragindex.aio import AsyncEngine
 from ragindex.config.settings import Settings
 from ragindex.errors import AuthenticationError, PermissionDeniedError
 from ragindex.service.executor import ServiceEngine
+from ragindex.service.hygiene import INVALID_KEY, MISSING_KEY
 from ragindex.service.jobs import JobRunner
 from ragindex.service.keys import Principal, authenticate
 from ragindex.service.metrics import Metrics
@@ -73,10 +74,10 @@ def get_principal(
 ) -> Principal:
     """The tenant and role of the request's ``Authorization: Bearer`` key (401 without a valid one)."""
     if credentials is None:
-        raise AuthenticationError("missing API key: send `Authorization: Bearer <key>`")
+        raise AuthenticationError(MISSING_KEY)
     principal = authenticate(state.store, credentials.credentials)
     if principal is None:
-        raise AuthenticationError("invalid or revoked API key")
+        raise AuthenticationError(INVALID_KEY)
     return principal
 
 

@@ -27,6 +27,13 @@ class ServiceSettings(BaseSettings):
     )
     max_upload_bytes: int = Field(50 * 1024 * 1024, ge=1, description="Largest uploaded file (413 above it).")
     max_upload_files: int = Field(100, ge=1, description="Most files in one upload request.")
+    max_concurrent_uploads: int = Field(
+        8,
+        ge=1,
+        description="Most uploads whose body is still arriving at once; one more answers 503 with `Retry-After` "
+        "before its body is read. Each holds a connection and up to `RAGINDEX_MAX_UPLOAD_BYTES` of spooled disk, "
+        "and the jobs ingest one at a time per tenant anyway.",
+    )
     job_torch_threads: int = Field(
         1, ge=1, description="torch threads of each ingest job thread (leave a core to the query encoder)."
     )

@@ -1,4 +1,10 @@
-"""Probes and metrics (no key needed): ``/healthz``, ``/readyz``, ``/metrics``."""
+"""Probes and metrics: ``/healthz`` (liveness) and ``/readyz`` (readiness), open; ``/metrics`` (an admin key).
+
+``/healthz`` answers as soon as the port is bound: the process is up. ``/readyz`` is 200 only once the truth store
+answers a query, the index answers on its thread within 2 s, and the dense model is loaded (the start-up warm-up,
+:mod:`ragindex.service.readiness`); else 503 with the check that is not ``ok``. While the service starts (the store,
+the index) its port is not bound yet: both probes get a refused connection.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from ragindex.errors import RagindexError
 from ragindex.service.deps import StateDep, metrics_access
 from ragindex.service.openapi import METRICS_EXAMPLE, error_responses
+from ragindex.service.readiness import DenseWarmUp
 
 router = APIRouter(tags=["health"])
 
@@ -19,7 +26,7 @@ READY_TIMEOUT_S = 2.0
 
 @router.get("/healthz")
 def healthz() -> dict[str, str]:
-    """The process is up."""
+    """Liveness: the process is up and serving (even while the model loads)."""
     return {"status": "ok"}
 
 
@@ -28,18 +35,24 @@ def healthz() -> dict[str, str]:
     response_model=None,
     responses={
         200: {
-            "content": {"application/json": {"example": {"status": "ready", "checks": {"store": "ok", "index": "ok"}}}}
+            "content": {
+                "application/json": {
+                    "example": {"status": "ready", "checks": {"store": "ok", "index": "ok", "dense": "ok"}}
+                }
+            }
         },
         503: {
-            "description": "The store or the index does not answer.",
+            "description": "The store or the index does not answer, or the dense model is still loading.",
             "content": {
-                "application/json": {"example": {"status": "unavailable", "checks": {"store": "ok", "index": "busy"}}}
+                "application/json": {
+                    "example": {"status": "unavailable", "checks": {"store": "ok", "index": "ok", "dense": "loading"}}
+                }
             },
         },
     },
 )
 def readyz(state: StateDep) -> dict[str, Any] | JSONResponse:
-    """The truth store answers a query and the index answers on its thread within 2 s (else 503)."""
+    """Readiness: the truth store answers, the index answers on its thread within 2 s, the dense model is loaded."""
     engine = state.engine
     checks: dict[str, str] = {}
     try:
@@ -57,6 +70,11 @@ def readyz(state: StateDep) -> dict[str, Any] | JSONResponse:
         return JSONResponse({"status": "unavailable", "checks": {**checks, "index": "busy"}}, status_code=503)
     except RagindexError as exc:
         return JSONResponse({"status": "unavailable", "checks": {**checks, "index": exc.message}}, status_code=503)
+    warm_up = state.extra.get("warm_up")
+    if isinstance(warm_up, DenseWarmUp):
+        ready, checks["dense"] = warm_up.check()
+        if not ready:
+            return JSONResponse({"status": "unavailable", "checks": checks}, status_code=503)
     return {"status": "ready", "checks": checks}
 
 
