@@ -8,18 +8,24 @@ Routes:
   ``remote_bge_m3`` providers of other processes can use this one's models;
 * ``POST /v1/embeddings``: OpenAI-compatible (``input`` a string or a list of strings,
   ``encoding_format`` ``float`` or ``base64``), for the ``openai`` dense provider and any OpenAI client;
-* ``GET /v1/models`` and ``GET /healthz``.
+* ``GET /v1/models``;
+* ``GET /healthz`` (liveness: the process answers, at once) and ``GET /readyz`` (readiness: 503 until the models
+  are loaded and have encoded once, 200 after; 503 with the error when loading failed).
 
 Encoding runs on one dedicated worker thread, never on the event loop: requests are served while a
-batch encodes, and batches do not fight over the CPU's cores. With an API key every route but
-``/healthz`` requires ``Authorization: Bearer <key>``.
+batch encodes, and batches do not fight over the CPU's cores. The app's start-up queues the warm-up (load each
+model, encode one text the way the routes do) on that thread, so the port answers at once, ``/readyz`` says when
+the first request will not wait for a model load, and a request sent earlier waits behind the warm-up. With an API
+key every route but ``/healthz`` and ``/readyz`` requires ``Authorization: Bearer <key>``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 import secrets
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -36,10 +42,14 @@ if TYPE_CHECKING:
     from ragindex.encoders.protocol import DenseEncoder, SparseEncoder
     from ragindex.types import SparseVector
 
-__all__ = ["MAX_TEXTS", "create_encoder_app"]
+__all__ = ["MAX_TEXTS", "WarmUpDone", "create_encoder_app"]
+
+log = logging.getLogger(__name__)
 
 MAX_TEXTS = 4096
 T = TypeVar("T")
+WarmUpDone = Callable[[BaseException | None, float], None]
+"""Called when the warm-up ends: its error (None: ready) and how long it took in seconds."""
 
 
 class EncodeRequest(BaseModel):
@@ -129,6 +139,32 @@ class _EncoderService:
         self.served = self.names[0] if self.names else "none"
         self.sparse_hint = "RAGINDEX_SPARSE_PROVIDER=bge_m3"
         self.worker = _Worker()
+        self.readiness: dict[str, Any] = {"status": "loading"}
+        self.dimension: int | None = None
+
+    def _warm_models(self) -> None:
+        """Load each served model and encode one text through the routes' own calls (on the encoding thread)."""
+        if self.dense is not None:
+            self.dense.encode_documents(["warm up"])
+            self.dimension = self.dense.dimension
+        if self.sparse is not None:
+            _sparse_weights(self.sparse, ["warm up"])
+
+    async def warm_up(self, done: WarmUpDone | None = None) -> None:
+        """Run :meth:`_warm_models` on the encoding thread; ``/readyz`` answers 200 after it, or 503 with its error."""
+        began = time.perf_counter()
+        error: BaseException | None = None
+        try:
+            await self.worker.run(self._warm_models)
+        except Exception as exc:
+            error = exc
+            message = exc.message if isinstance(exc, RagindexError) else f"{type(exc).__name__}: {exc}"
+            log.error("the encoder server's models did not load: %s", message)
+            self.readiness = {"status": "failed", "error": message}
+        else:
+            self.readiness = {"status": "ready"}
+        if done is not None:
+            done(error, time.perf_counter() - began)
 
     def authorize(self, request: Request) -> None:
         """Require ``Authorization: Bearer <key>`` when a key is set."""
@@ -155,6 +191,12 @@ class _EncoderService:
         """Liveness and what is served."""
         dense = self.served if self.dense is not None else None
         return {"status": "ok", "dense": dense, "sparse": getattr(self.sparse, "name", None)}
+
+    async def readyz(self) -> JSONResponse:
+        """Readiness: 200 once the models are loaded and have encoded once; 503 while loading, or after a failure."""
+        dense = self.served if self.dense is not None else None
+        body = {**self.readiness, "dense": dense, "sparse": getattr(self.sparse, "name", None)}
+        return JSONResponse(body, status_code=200 if self.readiness["status"] == "ready" else 503)
 
     async def models(self) -> dict[str, Any]:
         """OpenAI's model list: the served dense model."""
@@ -241,6 +283,8 @@ def create_encoder_app(
     api_key: str | None = None,
     model_name: str | None = None,
     sparse_hint: str = "RAGINDEX_SPARSE_PROVIDER=bge_m3",
+    warm_up: bool = True,
+    on_warm_up: WarmUpDone | None = None,
 ) -> FastAPI:
     """Build the encoder server's FastAPI app.
 
@@ -252,24 +296,33 @@ def create_encoder_app(
         api_key: Bearer token required on every route but ``/healthz`` (None: open).
         model_name: Name reported by ``/v1/models`` and in answers (default: the dense model's name).
         sparse_hint: The setting that enables sparse, named when a client asks for it without one.
+        warm_up: Load the models at start-up, on the encoding thread (``/readyz`` is 503 until they are loaded);
+            False: they load on the first request, and ``/readyz`` is 200 at once.
+        on_warm_up: Called on the event loop when the warm-up ends, with its error (None: ready) and its duration.
 
     Returns:
-        The app; its lifespan shuts the encoding thread down.
+        The app; its lifespan starts the warm-up and shuts the encoding thread down.
     """
     service = _EncoderService(dense, sparse, api_key or None, model_name)
     service.sparse_hint = sparse_hint
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        warming = asyncio.create_task(service.warm_up(on_warm_up)) if warm_up else None
+        if warming is None:
+            service.readiness = {"status": "ready"}
         try:
             yield
         finally:
-            service.worker.shutdown()
+            service.worker.shutdown()  # waits for a warm-up under way (a model load cannot be interrupted)
+            if warming is not None:
+                await warming
 
     app = FastAPI(title="ragindex encoder server", lifespan=lifespan)
     app.add_exception_handler(HTTPException, _http_error)
     guarded = [Depends(service.authorize)]
     app.get("/healthz")(service.healthz)
+    app.get("/readyz", response_model=None)(service.readyz)
     app.get("/v1/models", dependencies=guarded)(service.models)
     app.post("/encode", dependencies=guarded)(service.encode)
     app.post("/v1/embeddings", dependencies=guarded)(service.embeddings)
