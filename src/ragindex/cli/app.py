@@ -23,15 +23,18 @@ file names); ``--json`` output is the exact data.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import click
 import typer
@@ -221,8 +224,33 @@ def run() -> None:
         from ragindex.cli import worker as _worker  # noqa: F401 - worker
 
         app()
+    except SystemExit as exc:  # click ends every command with one
+        if exc.code is not None and not isinstance(exc.code, int):
+            raise
+        leave(exc.code or 0)
     except BaseException as exc:  # outside a command body: option callbacks, imports, click itself
         code = handle_failure(exc)
         if code is None:
             raise
-        sys.exit(code)
+        leave(code)
+
+
+def leave(code: int) -> NoReturn:
+    """End the process with ``code``; without the interpreter's finalization while a daemon thread still runs.
+
+    CPython before 3.14 ends a daemon thread that wakes up during finalization with ``pthread_exit``, and in a C++
+    extension (ONNX Runtime building a session, a torch forward pass: pybind11's destructors are ``noexcept``) that
+    unwinding calls ``std::terminate``: the command had printed its last line, and then the process died of SIGABRT,
+    exit code 134 ("terminate called without an active exception") instead of its own. It happened to
+    ``ragindex ingest`` stopped by Ctrl-C or SIGTERM, or failing, while the dense model still loaded on its warm-up
+    thread, and can happen to any daemon thread left running (a job past its shutdown wait, a model load of the
+    service). With such a thread alive the command flushes its output and its log handlers and leaves with
+    ``os._exit``; otherwise it exits as usual.
+    """
+    if any(t.daemon and t.is_alive() for t in threading.enumerate()):
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+    sys.exit(code)
