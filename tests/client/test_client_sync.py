@@ -36,7 +36,7 @@ def test_probes_answer_without_a_key(served: Served) -> None:
     with Client(served.url) as anonymous:
         assert anonymous.health().status == "ok"
         ready = anonymous.ready()
-        assert ready.ready and ready.checks == {"store": "ok", "index": "ok"}
+        assert ready.ready and ready.checks == {"store": "ok", "index": "ok", "dense": "ok"}
     # /metrics needs an admin key unless RAGINDEX_METRICS_PUBLIC=true
     with Client(served.url, api_key=served.key(CORPUS_USER, admin=True)) as admin:
         assert "ragindex_http_request_duration_seconds" in admin.metrics()

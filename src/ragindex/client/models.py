@@ -71,11 +71,13 @@ class Readiness(_Out):
     """``GET /readyz``: ``status`` is ``ready`` or ``unavailable`` (a 503 is returned, not raised)."""
 
     status: str
-    checks: dict[str, str] = Field(default_factory=dict, description="store, index -> ok or the problem.")
+    checks: dict[str, str] = Field(
+        default_factory=dict, description="store, index, dense -> ok, or the problem (dense: loading)."
+    )
 
     @property
     def ready(self) -> bool:
-        """Whether the store and the index answered."""
+        """Whether the store and the index answered and the dense model is loaded."""
         return self.status == "ready"
 
 
