@@ -2,7 +2,9 @@
 
 The job row is the signal, so a cancel reaches a job wherever it runs. A queued job is cancelled at once (its
 runner skips it). A running job moves to ``cancelling``; its ingest checks the row at each file and batch
-boundary (:class:`CancelCheck`, at most every :data:`CHECK_INTERVAL_S`), stops there holding no claim, and its
+boundary, and while a file is parsed or chunked in the parse child (the ingest's ``parsing`` progress event, about
+every 0.2 s), through :class:`CancelCheck` (at most every :data:`CHECK_INTERVAL_S`). It stops there holding no
+claim: inside a file, the parse child is killed and nothing of that file is recorded (it is not a failure). Its
 runner closes the runs it left open (:func:`ragindex.pipeline.cancel.close_open_runs`) and marks it ``cancelled``.
 Files it had not reached are not ingested; what it committed stays (see that module for what that means).
 A running job that finishes before it reaches a boundary ends as it would have (``succeeded`` or ``failed``).
@@ -24,7 +26,7 @@ REASON = "cancelled by request"
 
 
 class JobCancelled(BaseException):
-    """Raised inside a running ingest, at a file or batch boundary, when its job is ``cancelling``.
+    """Raised inside a running ingest (at a file or batch boundary, or while a file parses) once its job is cancelling.
 
     A :class:`BaseException` like :class:`KeyboardInterrupt` (and dramatiq's ``TimeLimitExceeded``), for the same
     reason: the pipeline's per-file and per-batch ``except Exception`` handlers must not record it as a failure.

@@ -216,7 +216,7 @@ class JobRunner:
         return job_id
 
     def progress(self, job_id: str) -> dict[str, Any] | None:
-        """Live progress of a running job (files done, copies indexed per stage), else None."""
+        """Live progress of a running job (files done, the file being parsed, copies indexed per stage), else None."""
         with self._lock:
             live = self._progress.get(job_id)
             return {k: dict(v) if isinstance(v, dict) else v for k, v in live.items()} if live else None
@@ -291,6 +291,9 @@ class JobRunner:
                 return
             if event == "file":
                 live["files"]["done"] += 1
+                live.pop("parsing", None)
+            elif event == "parsing":  # about every 0.2 s while a file is parsed or chunked in the parse child
+                live["parsing"] = Path(str(data.get("path", ""))).name  # its name only: never a server path
             elif event == "stage":
                 live["stage"] = data.get("kind")
             elif event == "indexed":
