@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
-# One pass over the candidate lines only: an ATX heading or a code fence (``` / ~~~).
-_CANDIDATE = re.compile(
-    r"^ {0,3}(?:(?P<marks>#{1,6})[ \t]+(?P<title>[^\n]*?)(?:[ \t]+#+)?[ \t\r]*$|(?P<fence>`{3,}|~{3,}))",
-    re.MULTILINE,
-)
+from ragindex.markup import HEADING_OR_FENCE, atx_title, is_fence_close
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,17 +77,17 @@ def find_headings(text: str) -> list[Heading]:
     """
     headings: list[Heading] = []
     fence: str | None = None
-    for match in _CANDIDATE.finditer(text):
+    for match in HEADING_OR_FENCE.finditer(text):
         marker = match.group("fence")
         if marker is not None:
             if fence is None:
                 fence = marker
-            elif marker[0] == fence[0] and len(marker) >= len(fence):
+            elif is_fence_close(marker, fence):
                 fence = None
             continue
         if fence is not None:
             continue
-        title = match.group("title").strip()
+        title = atx_title(match.group("rest"))
         if title:
             headings.append(Heading(start=match.start(), level=len(match.group("marks")), title=title))
     return headings

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 Measure = Callable[[int, int], int]
 """Size of the span ``text[start:end]`` (characters, tokens, ...); additive over adjacent spans."""
@@ -22,14 +23,20 @@ Measure = Callable[[int, int], int]
 HardCut = Callable[[int, int], list[tuple[int, int]]]
 """Last resort: cut ``text[start:end]`` into spans that each fit, without any separator."""
 
-# A cut falls at the end of each match, so separators end the piece before the cut.
+# A cut falls at the end of each match, so separators end the piece before the cut. Each pattern runs in time
+# linear in the text: a run of repeatable characters is matched from its first character only (the lookbehinds)
+# and never given back (possessive quantifiers), so a line of 1 MB of dots, spaces or '#' costs one scan. Without
+# that, '.' * 25,000 + 'x' took 12 s: every dot started a match that scanned the rest of the run and backtracked.
 SEPARATORS: tuple[re.Pattern[str], ...] = (
-    re.compile(r"\n(?= {0,3}#{1,6}[ \t]+\S)"),  # markdown headings (the cut is before the heading line)
-    re.compile(r"\n[ \t\r\f\v]*\n\s*"),  # paragraphs (blank line)
-    re.compile(r"\n\s*"),  # lines
-    re.compile(r"[.!?]+[\"'\u2019\u201d)\]]*\s+|[\u3002\uff01\uff1f\uff0e]+[\u300d\u300f\u201d\u2019\uff09)]*\s*"),
-    re.compile(r"[,;:]\s+|[\uff0c\uff1b\uff1a\u3001]\s*"),  # clauses (CJK punctuation needs no space)
-    re.compile(r"\s+"),  # words
+    re.compile(r"\n(?= {0,3}#{1,6}[ \t]++\S)"),  # markdown headings (the cut is before the heading line)
+    re.compile(r"\n[ \t\r\f\v]*+\n\s*+"),  # paragraphs (blank line)
+    re.compile(r"\n\s*+"),  # lines
+    re.compile(  # sentences
+        r"(?<![.!?])[.!?]++[\"'\u2019\u201d)\]]*+\s++"
+        r"|(?<![\u3002\uff01\uff1f\uff0e])[\u3002\uff01\uff1f\uff0e]++[\u300d\u300f\u201d\u2019\uff09)]*+\s*+"
+    ),
+    re.compile(r"[,;:]\s++|[\uff0c\uff1b\uff1a\u3001]\s*+"),  # clauses (CJK punctuation needs no space)
+    re.compile(r"\s++"),  # words
 )
 
 HEADING, PARAGRAPH = 0, 1
@@ -116,6 +123,33 @@ class RecursiveSplitter:
         return out
 
 
+@dataclass(frozen=True, slots=True)
+class CharWindows:
+    """A hard cut into windows of ``size`` characters that start every ``size - overlap`` characters.
+
+    A class rather than a closure, so that a chunker holding it pickles (chunking runs in the parse child).
+
+    Args:
+        size: Window length in characters.
+        overlap: Characters shared by consecutive windows (smaller than ``size``).
+    """
+
+    size: int
+    overlap: int
+
+    def __call__(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The windows of ``text[start:end]``."""
+        step = self.size - self.overlap
+        spans: list[tuple[int, int]] = []
+        pos = start
+        while True:
+            stop = min(pos + self.size, end)
+            spans.append((pos, stop))
+            if stop >= end:
+                return spans
+            pos += step
+
+
 def char_windows(size: int, overlap: int) -> HardCut:
     """A hard cut into windows of ``size`` characters that start every ``size - overlap`` characters.
 
@@ -124,21 +158,9 @@ def char_windows(size: int, overlap: int) -> HardCut:
         overlap: Characters shared by consecutive windows (smaller than ``size``).
 
     Returns:
-        The cutting function.
+        The cutting function (a :class:`CharWindows`).
     """
-    step = size - overlap
-
-    def cut(start: int, end: int) -> list[tuple[int, int]]:
-        spans: list[tuple[int, int]] = []
-        pos = start
-        while True:
-            stop = min(pos + size, end)
-            spans.append((pos, stop))
-            if stop >= end:
-                return spans
-            pos += step
-
-    return cut
+    return CharWindows(size, overlap)
 
 
 def strip_spans(text: str, spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:

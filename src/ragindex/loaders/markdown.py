@@ -5,10 +5,9 @@ from __future__ import annotations
 import re
 
 from ragindex.loaders.text import TextLoader
+from ragindex.markup import ATX_HEADING, FENCE, atx_title, is_fence_close
 
-_H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_SETEXT_H1 = re.compile(r"^ {0,3}=+[ \t]*$")
+_SETEXT_H1 = re.compile(r" {0,3}=++[ \t]*+$")
 
 
 def first_h1(text: str) -> str | None:
@@ -23,19 +22,19 @@ def first_h1(text: str) -> str | None:
     fence: str | None = None
     previous = ""
     for line in text.split("\n"):
-        opening = _FENCE.match(line)
+        opening = FENCE.match(line)
         if opening:
             marker = opening.group(1)
             if fence is None:
                 fence = marker
-            elif marker[0] == fence[0] and len(marker) >= len(fence):
+            elif is_fence_close(marker, fence):
                 fence = None
             previous = ""
             continue
         if fence is None:
-            heading = _H1.match(line)
-            if heading and heading.group(1).strip():
-                return heading.group(1).strip()
+            heading = ATX_HEADING.match(line)
+            if heading and len(heading.group(1)) == 1 and (title := atx_title(heading.group(2))):
+                return title
             if previous.strip() and _SETEXT_H1.match(line):
                 return previous.strip()
         previous = line
