@@ -11,7 +11,7 @@ import signal
 import threading
 from pathlib import Path
 
-from ragindex.types import Document
+from ragindex.types import ChunkDraft, Document
 
 
 class MisbehavingLoader:
@@ -38,3 +38,33 @@ class MisbehavingLoader:
         elif suffix == ".chatty":
             print("a parser that talks on stdout", flush=True)
         return [Document(source_uri=str(path), text=data.decode("utf-8"), parser=self.name)]
+
+
+class StallingChunker:
+    """Cuts like the recursive chunker, but never returns on a document whose text contains ``STALL`` (a chunker
+    caught in a runaway loop); it pickles, so it runs in the parse child."""
+
+    name = "stalling"
+
+    def __init__(self) -> None:
+        from ragindex.chunking.recursive import RecursiveChunker
+
+        self.inner = RecursiveChunker(512, 64)
+
+    def config(self) -> dict[str, object]:
+        return {"name": self.name}
+
+    def chunk(self, document: Document) -> list[ChunkDraft]:
+        if "STALL" in document.text:
+            threading.Event().wait()
+        return self.inner.chunk(document)
+
+
+class ClosureChunker(StallingChunker):
+    """A chunker that holds a lambda, so it does not pickle: it must still chunk (in the ingest's own process)."""
+
+    name = "closure"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.measure = lambda text: len(text)

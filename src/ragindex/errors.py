@@ -84,6 +84,10 @@ class ParseTimeoutError(DocumentLoadError):
     """Parsing one file took longer than ``RAGINDEX_PARSE_TIMEOUT_SECONDS`` (its parser process was killed)."""
 
 
+class ChunkingTimeoutError(ParseTimeoutError):
+    """Chunking one file's documents ran past its ``RAGINDEX_PARSE_TIMEOUT_SECONDS`` (its process was killed)."""
+
+
 class MassDeleteError(InputError, http_status=409):
     """A sync would remove more of a folder's documents than ``RAGINDEX_MAX_REMOVE_FRACTION`` allows."""
 

@@ -91,6 +91,9 @@ class Document:
     warnings: tuple[str, ...] = ()
     blocks: tuple[Block, ...] = ()
     """Layout elements (headings, tables, OCR'd text, ...) of parsers that see structure; empty for plain text."""
+    error: str | None = None
+    """Set by a loader for a part of a file it could not read (a bad line of a records file): that document fails
+    alone with this error (the file's other documents are indexed), and the next ingest reads the file again."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,8 +92,9 @@ class LoadingSettings(SettingsSection):
     parse_timeout_seconds: float = Field(
         120.0,
         ge=0,
-        description="Seconds one file may take to parse; files are parsed in a child process that is killed and "
-        "replaced at the limit. 0: parse in the ingest process, with no limit and no isolation.",
+        description="Seconds one file may take to parse and chunk; files are parsed and chunked in a child process "
+        "that is killed and replaced at the limit. 0: parse and chunk in the ingest process, with no limit and no "
+        "isolation.",
     )
     ocr: bool = Field(
         True,

@@ -1,12 +1,20 @@
-"""Parsing in a child process: a hang, a crash or a runaway parser costs one file, never the ingest.
+"""Parsing and chunking in a child process: a hang, a crash or a runaway parser costs one file, never the ingest.
 
 :class:`IsolatedParser` keeps one long-lived child (``python -c ... serve()``) and sends it each file's path and
-bytes over a pipe; the child runs the file's loader and answers with the documents or the error. A file whose
-parse takes longer than the timeout gets its child killed (SIGKILL: a parser stuck in C code ignores anything
-gentler) and a :class:`~ragindex.errors.ParseTimeoutError`; a child that dies (a segfault, the kernel's OOM
-killer, ``os._exit`` in a parser) gives a :class:`~ragindex.errors.DocumentLoadError` naming the signal. The next
-file starts a fresh child. Any exception of a loader in the child (``RecursionError``, ``MemoryError``,
-``UnicodeError``, ``OSError``, a parser's own errors) comes back as a ``DocumentLoadError`` of that file.
+bytes over a pipe; the child runs the file's loader and answers with the documents or the error. The ingest then
+sends back the documents that must be chunked, and the child cuts them (:meth:`IsolatedParser.cut`, with the
+ingest's :class:`~ragindex.chunking.cutter.DocumentCutter`), under the same per-file deadline: chunking is user
+input too, and a regular expression stuck on a hostile line ignores every signal, so only a process boundary
+bounds it. A file whose parse takes longer than the timeout gets its child killed (SIGKILL: a parser stuck in C
+code ignores anything gentler) and a :class:`~ragindex.errors.ParseTimeoutError` (a
+:class:`~ragindex.errors.ChunkingTimeoutError` when the chunking ran out of time); a child that dies (a segfault,
+the kernel's OOM killer, ``os._exit`` in a parser) gives a :class:`~ragindex.errors.DocumentLoadError` naming the
+signal. The next file starts a fresh child. Any exception of a loader in the child (``RecursionError``,
+``MemoryError``, ``UnicodeError``, ``OSError``, a parser's own errors) comes back as a ``DocumentLoadError`` of
+that file; a chunker's comes back per document.
+
+While it waits for the child, the parent calls a ``poll`` function about every :data:`POLL_SECONDS`: a stop or a
+cancel raised there kills the child at once, so a job is never stuck behind one slow file.
 
 The child is started on the first file that must be parsed (a no-op ingest never starts it) and costs about
 0.2 s; each file then costs one round trip of its bytes through a pipe.
@@ -15,6 +23,7 @@ The child is started on the first file that must be parsed (a no-op ingest never
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import pickle
 import select
@@ -23,18 +32,35 @@ import struct
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ragindex import errors
 from ragindex.closing import Closing
-from ragindex.errors import ConfigurationError, DocumentLoadError, ParseTimeoutError
+from ragindex.errors import (
+    ChunkingTimeoutError,
+    ConfigurationError,
+    DocumentLoadError,
+    ParseTimeoutError,
+    RagindexError,
+)
 from ragindex.loaders.registry import LoaderRegistry
 from ragindex.types import Document
+
+if TYPE_CHECKING:
+    from ragindex.chunking.cutter import Cut, DocumentCutter
+
+log = logging.getLogger(__name__)
+
+Poll = Callable[[], None]
+"""Called while the parent waits for the child; whatever it raises kills the child and propagates."""
 
 _LENGTH = struct.Struct("!Q")
 START_SECONDS = 60.0
 """How long a child may take to start (import the loaders); the parse timeout starts once it is ready."""
+POLL_SECONDS = 0.2
+"""How often the parent calls its ``poll`` function while a file is parsed or chunked."""
 _CHILD = (
     "import sys; sys.path.insert(0, {root!r}); from ragindex.loaders.isolated import serve; "
     "serve({parent}, memory_mb={memory_mb})"
@@ -61,10 +87,21 @@ class IsolatedParser(Closing):
         self.memory_mb = memory_mb
         self._child: subprocess.Popen[bytes] | None = None
         self._busy = False  # a file is being parsed: closing must not wait for it
+        self._cutter: DocumentCutter | None = None  # the cutter the child holds (sent with its first cut)
+        self._local: DocumentCutter | None = None  # a cutter the child cannot have: it cuts in this process
         self.started = 0  # children started (one, plus one after each timeout or crash)
 
-    def load(self, path: Path, data: bytes) -> list[Document]:
+    def load(
+        self, path: Path, data: bytes, *, deadline: float | None = None, poll: Poll | None = None
+    ) -> list[Document]:
         """The documents of ``path`` (whose bytes are ``data``), parsed by the loader of its suffix.
+
+        Args:
+            path: The file (its suffix picks the loader).
+            data: Its bytes.
+            deadline: ``time.monotonic()`` by which the parse must end (default: the timeout from now); the
+                ingest gives a file one deadline for its parsing and its chunking.
+            poll: Called about every :data:`POLL_SECONDS` while the child parses; what it raises kills the child.
 
         Raises:
             ConfigurationError: The child process could not start.
@@ -75,36 +112,105 @@ class IsolatedParser(Closing):
         loader = self.registry.for_path(path)
         if self.timeout <= 0:
             return loader.load(path, data)
+        status, payload = self._ask(("load", (str(path), data)), path, deadline, poll, ParseTimeoutError, "parsing")
+        if status == "ok":
+            documents: list[Document] = payload
+            return documents
+        raise _rebuild(path, *payload)
+
+    def cut(
+        self,
+        cutter: DocumentCutter,
+        documents: Sequence[Document],
+        *,
+        path: Path,
+        deadline: float | None = None,
+        poll: Poll | None = None,
+    ) -> list[Cut | RagindexError]:
+        """Each document's :class:`~ragindex.chunking.cutter.Cut`, or the error that document alone failed with.
+
+        Args:
+            cutter: The ingest's cutter (pickled to the child once, with the first documents it cuts).
+            documents: Documents of the file ``path``.
+            path: The file they come from (named in errors).
+            deadline: As for :meth:`load`: the file's deadline.
+            poll: As for :meth:`load`.
+
+        Raises:
+            ChunkingTimeoutError: The chunking did not end by the deadline; the child was killed.
+            DocumentLoadError: The child died while chunking.
+            RagindexError: A chunker failed in a way that concerns the run (a ``ConfigurationError``).
+        """
+        if self.timeout <= 0 or cutter is self._local:
+            return [_cut_here(cutter, doc, path) for doc in documents]
+        try:
+            sent = None if cutter is self._cutter else pickle.dumps(cutter, protocol=pickle.HIGHEST_PROTOCOL)
+        except (pickle.PicklingError, AttributeError, TypeError) as exc:  # a chunker built from a closure, say
+            return self._cut_locally(cutter, documents, path, f"it does not pickle ({type(exc).__name__}: {exc})")
+        status, payload = self._ask(
+            ("cut", (sent, list(documents))), path, deadline, poll, ChunkingTimeoutError, "chunking"
+        )
+        if status == "local":  # the child could not import the chunker's class (one defined in __main__)
+            return self._cut_locally(cutter, documents, path, str(payload))
+        if status != "ok":
+            raise _rebuild(path, *payload, family=RagindexError)
+        self._cutter = cutter
+        return [cut if kind == "ok" else _rebuild(path, *cut, family=RagindexError) for kind, cut in payload]
+
+    def _cut_locally(
+        self, cutter: DocumentCutter, documents: Sequence[Document], path: Path, why: str
+    ) -> list[Cut | RagindexError]:
+        """Cut in this process from now on: a chunker the child cannot have still chunks, without the deadline."""
+        log.warning(
+            "the chunker %s cannot run in the parse process: %s; documents are chunked in this process, "
+            "without RAGINDEX_PARSE_TIMEOUT_SECONDS (define the chunker in an importable module to restore it)",
+            type(cutter.chunker).__name__,
+            why,
+        )
+        self._local = cutter
+        return [_cut_here(cutter, doc, path) for doc in documents]
+
+    def _ask(
+        self,
+        request: tuple[str, Any],
+        path: Path,
+        deadline: float | None,
+        poll: Poll | None,
+        timeout_error: type[ParseTimeoutError],
+        doing: str,
+    ) -> tuple[str, Any]:
+        """Send one request to the child (started if needed) and return its reply, within the deadline."""
         if self._child is not None and self._child.poll() is not None:  # died while idle: not this file's fault
             self._kill()
         child = self._child or self._start()
-        request = pickle.dumps((str(path), data), protocol=pickle.HIGHEST_PROTOCOL)
-        deadline = time.monotonic() + self.timeout
+        frame = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
+        if deadline is None:
+            deadline = time.monotonic() + self.timeout
         self._busy = True
         try:
-            _write_frame(_stdin(child), request)
-            reply = _read_frame(_stdout(child).fileno(), deadline)
+            _write_frame(_stdin(child), frame)
+            reply = _read_frame(_stdout(child).fileno(), deadline, poll)
             self._busy = False
         except TimeoutError:
             self._kill()
-            raise ParseTimeoutError(
-                f"{path.name}: parsing took longer than {self.timeout:g} s and was stopped "
-                "(RAGINDEX_PARSE_TIMEOUT_SECONDS)",
+            raise timeout_error(
+                f"{path.name}: {doing} took longer than {self.timeout:g} s and was stopped "
+                "(RAGINDEX_PARSE_TIMEOUT_SECONDS, the time each file may take to parse and chunk)",
                 path=str(path),
                 timeout=self.timeout,
             ) from None
         except (OSError, EOFError):  # a broken pipe or end of file: the child died
             code = self._kill()
             raise DocumentLoadError(
-                f"{path.name}: the parser process died while parsing it ({_describe(code)}): a parser crash, "
+                f"{path.name}: the parser process died while {doing} it ({_describe(code)}): a parser crash, "
                 "or it ran out of memory",
                 path=str(path),
             ) from None
+        except BaseException:  # poll raised (a stop, a cancel): the child may be mid-file, it cannot be reused
+            self._kill()
+            raise
         status, payload = pickle.loads(reply)
-        if status == "ok":
-            documents: list[Document] = payload
-            return documents
-        raise _rebuild(path, *payload)
+        return str(status), payload
 
     def close(self) -> None:
         """End the child: it exits when its input closes (killed at once when interrupted mid-parse, else after 5 s)."""
@@ -136,6 +242,7 @@ class IsolatedParser(Closing):
             close_fds=True,
         )
         self._child = child
+        self._cutter = None
         self.started += 1
         try:
             _write_frame(_stdin(child), pickle.dumps(list(sys.path)))
@@ -150,6 +257,7 @@ class IsolatedParser(Closing):
 
     def _kill(self) -> int:
         self._busy = False
+        self._cutter = None
         child, self._child = self._child, None
         if child is None:
             return 0
@@ -187,15 +295,38 @@ def _describe(returncode: int) -> str:
     return f"exit code {returncode}"
 
 
-def _rebuild(path: Path, kind: str, message: str, context: dict[str, Any]) -> DocumentLoadError:
-    """The parent's error for what a loader raised in the child: its own class when it is a load error."""
+def _rebuild(
+    path: Path,
+    kind: str,
+    message: str,
+    context: dict[str, Any],
+    *,
+    family: type[RagindexError] = DocumentLoadError,
+) -> RagindexError:
+    """The parent's error for what a loader or chunker raised in the child: its own class when it is of ``family``.
+
+    A loader's errors are rebuilt only as load errors (a ``ConfigurationError`` of one file's OCR language fails
+    that file alone); a chunker's keep any ragindex class, as they would in-process (a chunk limit is a
+    ``DocumentTooLargeError``; a chunker that cannot load its tokenizer stops the run).
+    """
     cls = getattr(errors, kind, None)
-    if isinstance(cls, type) and issubclass(cls, DocumentLoadError):
+    if isinstance(cls, type) and issubclass(cls, family):
         try:
-            return cls(message, **context)
+            rebuilt: RagindexError = cls(message, **context)
+            return rebuilt
         except TypeError:  # a subclass with another signature: keep the message
             pass
     return DocumentLoadError(f"{path.name}: {kind}: {message}", path=str(path), error=kind)
+
+
+def _cut_here(cutter: DocumentCutter, document: Document, path: Path) -> Cut | RagindexError:
+    """:meth:`DocumentCutter.cut` in this process, with a failure of this document returned as its error."""
+    try:
+        return cutter.cut(document)
+    except RagindexError as exc:
+        return exc
+    except Exception as exc:  # a chunker may raise anything on one document (RecursionError, MemoryError)
+        return DocumentLoadError(f"{path.name}: {type(exc).__name__}: {exc}", path=str(path), error=type(exc).__name__)
 
 
 def _write_frame(stream: IO[bytes], payload: bytes) -> None:
@@ -204,20 +335,28 @@ def _write_frame(stream: IO[bytes], payload: bytes) -> None:
     stream.flush()
 
 
-def _read_frame(fd: int, deadline: float | None) -> bytes:
-    """One length-prefixed frame from ``fd``; TimeoutError past ``deadline``, EOFError at end of file."""
-    (size,) = _LENGTH.unpack(_read_exact(fd, _LENGTH.size, deadline))
-    return _read_exact(fd, size, deadline)
+def _read_frame(fd: int, deadline: float | None, poll: Poll | None = None) -> bytes:
+    """One length-prefixed frame from ``fd``; TimeoutError past ``deadline``, EOFError at end of file.
+
+    ``poll`` is called about every :data:`POLL_SECONDS` while nothing arrives.
+    """
+    (size,) = _LENGTH.unpack(_read_exact(fd, _LENGTH.size, deadline, poll))
+    return _read_exact(fd, size, deadline, poll)
 
 
-def _read_exact(fd: int, size: int, deadline: float | None) -> bytes:
+def _read_exact(fd: int, size: int, deadline: float | None, poll: Poll | None = None) -> bytes:
     parts: list[bytes] = []
     left = size
     while left:
         if deadline is not None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
-                raise TimeoutError
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError
+                if select.select([fd], [], [], min(remaining, POLL_SECONDS) if poll else remaining)[0]:
+                    break
+                if poll is not None:
+                    poll()
         part = os.read(fd, min(left, 1 << 20))
         if not part:
             raise EOFError
@@ -247,9 +386,22 @@ def serve(parent: int | None = None, *, memory_mb: int = 0) -> None:
             _write_frame(replies, pickle.dumps(("error", f"{type(exc).__name__}: {exc}")))
             return
         _write_frame(replies, pickle.dumps(("ready", None)))
+        cutter: DocumentCutter | None = None
         while True:
-            raw_path, data = pickle.loads(_read_frame(requests, None))
-            _write_frame(replies, _answer(registry, Path(raw_path), data))
+            op, payload = pickle.loads(_read_frame(requests, None))
+            if op == "cut":
+                sent, documents = payload
+                if sent is not None:
+                    try:
+                        cutter = pickle.loads(sent)
+                    except Exception as exc:  # its class is not importable here: the parent cuts instead
+                        _write_frame(replies, pickle.dumps(("local", f"{type(exc).__name__}: {exc}")))
+                        continue
+                assert cutter is not None  # the parent sends the cutter with the first cut of each child
+                _write_frame(replies, _cut_all(cutter, documents))
+            else:
+                raw_path, data = payload
+                _write_frame(replies, _answer(registry, Path(raw_path), data))
     except EOFError:  # the parent closed the pipe: the ingest is over
         return
 
@@ -284,9 +436,29 @@ def _answer(registry: LoaderRegistry, path: Path, data: bytes) -> bytes:
         return pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
     # every failure of one file is that file's error (a parser may raise anything, MemoryError included)
     except Exception as exc:
-        message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-        context = getattr(exc, "context", None) or {}
+        return pickle.dumps(("error", _error(exc)))
+
+
+def _cut_all(cutter: DocumentCutter, documents: Sequence[Document]) -> bytes:
+    """The reply to a cut request: each document's cut or error (one document's failure is its own)."""
+    cuts: list[tuple[str, Any]] = []
+    for document in documents:
         try:
-            return pickle.dumps(("error", (type(exc).__name__, message, dict(context))))
-        except Exception:  # a context value that does not pickle: the message is what matters
-            return pickle.dumps(("error", (type(exc).__name__, message, {})))
+            cuts.append(("ok", cutter.cut(document)))
+        except Exception as exc:
+            cuts.append(("error", _error(exc)))
+    try:
+        return pickle.dumps(("ok", cuts), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # a draft that does not pickle (a chunker's metadata): the whole request fails
+        return pickle.dumps(("error", _error(exc)))
+
+
+def _error(exc: BaseException) -> tuple[str, str, dict[str, Any]]:
+    """``(class name, message, context)`` of an error, as it travels to the parent (a context that pickles)."""
+    message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    context = dict(getattr(exc, "context", None) or {})
+    try:
+        pickle.dumps(context)
+    except Exception:  # a context value that does not pickle: the message is what matters
+        context = {}
+    return type(exc).__name__, message, context

@@ -13,7 +13,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ragindex.errors import BackendError, ConfigurationError, DocumentLoadError, IntegrityError, RagindexError
+from ragindex.errors import (
+    BackendError,
+    ConfigurationError,
+    DocumentLoadError,
+    IntegrityError,
+    Interrupted,
+    RagindexError,
+)
 from ragindex.store.protocol import TruthStore
 from ragindex.store.records import NewDocument
 from ragindex.store.states import RunStatus, Stage
@@ -22,9 +29,10 @@ from ragindex.types import VectorKind
 log = logging.getLogger(__name__)
 
 
-RUN_ERRORS = (ConfigurationError, BackendError, IntegrityError)
+RUN_ERRORS = (ConfigurationError, BackendError, IntegrityError, Interrupted)
 """Errors that concern the whole run and stop it: a misconfiguration (or a locked index), an unreachable store or
-index, a broken invariant. Recording them as one file's failure would only repeat them for every file."""
+index, a broken invariant, a stop requested while a file was being parsed. Recording them as one file's failure
+would only repeat them for every file (or record a stop as the file's fault)."""
 
 
 def fails_alone(exc: Exception) -> bool:

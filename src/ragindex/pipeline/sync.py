@@ -17,16 +17,17 @@ parsed again by the next sync, until it succeeds or is removed.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragindex.chunking.cutter import Cut, DocumentCutter
 from ragindex.chunking.protocol import Chunker
-from ragindex.chunking.sections import with_sections
-from ragindex.errors import DocumentTooLargeError
+from ragindex.errors import DocumentLoadError, DocumentTooLargeError
 from ragindex.hashing import sha256_text
 from ragindex.index.routing import bucket_of
 from ragindex.loaders.isolated import IsolatedParser
@@ -119,6 +120,7 @@ class SourceSync:
         self.loaders = loaders
         self._chunker_factory = chunker
         self._chunker: Chunker | None = None
+        self._cutter: DocumentCutter | None = None
         self.kinds = kinds
         self.bucket_count = bucket_count
         self.max_attempts = max_attempts
@@ -279,6 +281,9 @@ class SourceSync:
     ) -> dict[str, int]:
         file_hash = ""
         started = time.perf_counter()
+        timeout = self.limits.parse_timeout_seconds
+        deadline = time.monotonic() + timeout if timeout > 0 else None  # one for the file's parsing and chunking
+        poll = self._poll(ctx.uri)
         try:
             data = self._read(path, report)
             if data is None:
@@ -286,7 +291,7 @@ class SourceSync:
             file_hash = hashlib.sha256(data).hexdigest()
             if ctx.known is not None and ctx.known[0] == file_hash and not (ctx.force or ctx.rechunk):
                 return {"unchanged": ctx.known[1]}
-            documents = parser.load(path, data)
+            documents = parser.load(path, data, deadline=deadline, poll=poll)
         except Exception as exc:
             if not fails_alone(exc):
                 raise
@@ -298,33 +303,130 @@ class SourceSync:
         loading_ms = (time.perf_counter() - started) * 1000 / max(len(documents), 1)
         existing = {d.source_uri: d for d in self.store.documents_of_file(ctx.user_id, ctx.set_id, ctx.uri)}
         counts = dict.fromkeys(("added", "changed", "rechunked", "retried", "unchanged", "skipped", "failed"), 0)
+        pending: list[tuple[Document, NewDocument, str]] = []  # (document, its new version, outcome) to chunk
         for doc in documents:
             for warning in doc.warnings:
                 log.warning("%s: %s", doc.source_uri, warning)
                 report.notes.append(f"{doc.source_uri}: {warning}")
+            old = existing.pop(doc.source_uri, None)
+            if doc.error is not None:  # a record the loader could not read (a bad line): it fails alone
+                new = self._new_document(doc, ctx, file_hash, "", len(data), path)
+                failures.document_failed(
+                    new, DocumentLoadError(doc.error, path=ctx.uri), job_id=ctx.job_id, elapsed_ms=loading_ms
+                )
+                counts["failed"] += 1
+                continue
             if not doc.text.strip():
                 report.notes.append(f"skipped {doc.source_uri}: no text")
                 counts["skipped"] += 1
+                if old is not None:
+                    existing[doc.source_uri] = old  # its text is gone: removed below, as before
                 continue
             content_hash = sha256_text(doc.text)
-            old = existing.pop(doc.source_uri, None)
-            retry = old is not None and old.status == RunStatus.FAILED
-            same = old is not None and old.content_hash == content_hash and not (ctx.force or retry)
-            if same and old is not None and old.chunking_fingerprint == self.chunking_fingerprint:
+            new = self._new_document(doc, ctx, file_hash, content_hash, len(data), path)
+            outcome = self._outcome(old, new, ctx.force)
+            if outcome == "unchanged":
                 # a records file changed, but not this record: only the file hash moves on (and the parsed artifact
                 # of a document ingested before artifacts were kept is recorded now)
+                assert old is not None  # an unchanged document has a recorded version
                 self.store.set_file_hash(old.doc_id, file_hash, parsed=doc)
                 counts["unchanged"] += 1
                 continue
-            outcome = "retried" if retry else "rechunked" if same else "changed" if old is not None else "added"
-            new = self._new_document(doc, ctx, file_hash, content_hash, len(data), path)
-            staged = self._sync_document(doc, new, ctx, outcome, failures, report, touched, loading_ms)
-            counts[outcome if staged else "failed"] += 1
+            pending.append((doc, new, outcome))
+        if pending:
+            for outcome in self._cut_and_stage(
+                pending, path, parser, (deadline, poll), ctx, loading_ms, failures, report, touched
+            ):
+                counts[outcome] += 1
         if existing:  # documents that disappeared from the file (records, or a file that now has no text)
             removed += self.store.remove_documents([d.doc_id for d in existing.values()])
             # the FAILED stand-in of a file that could not be loaded before is replaced, not removed
             report.documents["removed"] += sum(1 for d in existing.values() if not _load_failure(d, ctx.uri))
         return {k: n for k, n in counts.items() if n}
+
+    def _cut_and_stage(
+        self,
+        pending: list[tuple[Document, NewDocument, str]],
+        path: Path,
+        parser: IsolatedParser,
+        bound: tuple[float | None, Callable[[], None]],
+        ctx: _FileContext,
+        loading_ms: float,
+        failures: FailureLog,
+        report: IngestReport,
+        touched: list[Touched],
+    ) -> list[str]:
+        """Chunk a file's new and changed documents (``bound``: its deadline and poll) and stage each.
+
+        Returns:
+            Each document's outcome (``failed`` for one that failed alone).
+        """
+        t0 = time.perf_counter()
+        cuts = self._cut([doc for doc, _new, _outcome in pending], path, parser, *bound)
+        chunking_ms = (time.perf_counter() - t0) * 1000 / len(pending)
+        outcomes: list[str] = []
+        for (doc, new, outcome), cut in zip(pending, cuts, strict=True):
+            if isinstance(cut, Exception):
+                failures.document_failed(new, cut, job_id=ctx.job_id, elapsed_ms=chunking_ms)
+                outcomes.append("failed")
+                continue
+            timing = (loading_ms, chunking_ms)
+            staged = self._stage_document(doc, new, cut, ctx, outcome, timing, failures, report, touched)
+            outcomes.append(outcome if staged else "failed")
+        return outcomes
+
+    def _outcome(self, old: DocumentRow | None, new: NewDocument, force: bool) -> str:
+        """What this version of a document is against the recorded one: ``unchanged`` or how it is staged.
+
+        A document is unchanged when its text, its metadata and title, and the chunking settings it was cut with are
+        all the same (a record whose ``author`` alone changed is re-recorded: its chunks keep their vectors).
+        """
+        if old is None:
+            return "added"
+        if old.status == RunStatus.FAILED:
+            return "retried"
+        if force or old.content_hash != new.content_hash:
+            return "changed"
+        if _canonical(old.metadata) != _canonical(new.metadata):
+            return "changed"
+        if old.chunking_fingerprint != self.chunking_fingerprint:
+            return "rechunked"
+        return "unchanged"
+
+    def _poll(self, uri: str) -> Callable[[], None]:
+        """What the parser calls while a file is parsed and chunked: a stop or a cancel kills its child at once."""
+
+        def poll() -> None:
+            check_stop(self.stop)
+            self.progress("parsing", {"path": uri})
+
+        return poll
+
+    @property
+    def cutter(self) -> DocumentCutter:
+        """The chunker with the chunk limit and the section settings (built when the first document is chunked)."""
+        if self._cutter is None:
+            max_chars = self.section_max_chars if self.sectioned else 0
+            self._cutter = DocumentCutter(
+                self.chunker, self.limits.max_chunks_per_document, max_chars, contextual=self.contextual
+            )
+        return self._cutter
+
+    def _cut(
+        self,
+        documents: list[Document],
+        path: Path,
+        parser: IsolatedParser,
+        deadline: float | None,
+        poll: Callable[[], None],
+    ) -> list[Cut | Exception]:
+        """Each document's cut (in the parse child, under the file's deadline), or the error it failed with alone."""
+        try:
+            return list(parser.cut(self.cutter, documents, path=path, deadline=deadline, poll=poll))
+        except Exception as exc:  # the chunking of the file ran out of time, or its process died: all its documents
+            if not fails_alone(exc):
+                raise
+            return [exc] * len(documents)
 
     def _new_document(
         self, doc: Document, ctx: _FileContext, file_hash: str, content_hash: str, size: int, path: Path
@@ -343,42 +445,28 @@ class SourceSync:
             chunking_fingerprint=self.chunking_fingerprint,
         )
 
-    def _sync_document(
+    def _stage_document(
         self,
         doc: Document,
         new: NewDocument,
+        cut: Cut,
         ctx: _FileContext,
         outcome: str,
+        timing: tuple[float, float],
         failures: FailureLog,
         report: IngestReport,
         touched: list[Touched],
-        loading_ms: float | None = None,
     ) -> bool:
-        """Chunk and stage one document; False when it failed alone (recorded by ``failures``)."""
-        t0 = time.perf_counter()
-        try:
-            chunks = self.chunker.chunk(doc)
-            limit = self.limits.max_chunks_per_document
-            if len(chunks) > limit:
-                raise DocumentTooLargeError(
-                    f"{doc.source_uri} gives {len(chunks)} chunks, over the limit of {limit} "
-                    "(RAGINDEX_MAX_CHUNKS_PER_DOCUMENT)",
-                    chunks=len(chunks),
-                    limit=limit,
-                )
-            max_chars = self.section_max_chars if self.sectioned else 0
-            drafts = with_sections(doc, chunks, max_chars=max_chars, contextual=self.contextual)
-        except Exception as exc:
-            if not fails_alone(exc):
-                raise
-            failures.document_failed(new, exc, job_id=ctx.job_id, elapsed_ms=(time.perf_counter() - t0) * 1000)
-            return False
-        elapsed = (time.perf_counter() - t0) * 1000
+        """Record one cut document's chunks and sections; False when it failed alone (recorded by ``failures``).
+
+        ``timing``: the document's share of its file's loading and chunking, in milliseconds.
+        """
+        loading_ms, chunking_ms = timing
         doc_id, run_id, diff = self.store.stage_document(
             new,
-            ChunkLayout(drafts, ctx.bucket, self.kinds, self.unit_kinds),
+            ChunkLayout(cut.drafts, ctx.bucket, self.kinds, self.unit_kinds),
             job_id=ctx.job_id,
-            chunking_ms=elapsed,
+            chunking_ms=chunking_ms,
             loading_ms=loading_ms,
             parsed=doc,
         )
@@ -387,17 +475,17 @@ class SourceSync:
         except Exception as exc:
             if not fails_alone(exc):
                 raise
-            failures.document_failed(new, exc, job_id=ctx.job_id, elapsed_ms=elapsed, staged=(doc_id, run_id))
+            failures.document_failed(new, exc, job_id=ctx.job_id, elapsed_ms=chunking_ms, staged=(doc_id, run_id))
             return False
-        report.chunks["total"] += len(chunks)
-        report.chunks["sections"] += len(drafts) - len(chunks)
+        report.chunks["total"] += cut.chunks
+        report.chunks["sections"] += cut.sections
         report.chunks["reused"] += len(diff.kept)
         report.chunks["removed"] += len(diff.removed)
         self._new_chunks += len(diff.added)
         if self.warm is not None:
             self.warm(self._new_chunks)
         self._purge(diff.removed, report)
-        touched.append(Touched(doc_id, run_id, len(chunks), elapsed, ctx.uri, doc.source_uri, outcome))
+        touched.append(Touched(doc_id, run_id, cut.chunks, chunking_ms, ctx.uri, doc.source_uri, outcome))
         return True
 
     def _start_run(self, doc_id: int, job_id: str | None) -> int:
@@ -456,6 +544,11 @@ class SourceSync:
                 "documents failed to index: `ragindex repair` retries their chunks below RAGINDEX_MAX_ATTEMPTS, "
                 "`ragindex reindex --failed` retries every FAILED chunk"
             )
+
+
+def _canonical(metadata: Mapping[str, Any]) -> str:
+    """Metadata as the truth store keeps it (JSON), in one spelling: a recorded and a new version compare equal."""
+    return json.dumps(metadata, sort_keys=True, ensure_ascii=False, default=str)
 
 
 def _load_failure(doc: DocumentRow, file_uri: str) -> bool:
