@@ -66,11 +66,29 @@ def test_text_utf8_with_bom_and_crlf(tmp_path):
     assert doc.warnings == ()
 
 
-def test_text_invalid_utf8_is_replaced_with_a_warning(tmp_path):
-    data = "café".encode("latin-1") + b" ok \xff\xfe end"
+def test_text_in_latin1_or_cp1252_is_read_as_windows_1252_with_a_warning(tmp_path):
+    data = "Un café crème, s'il vous plaît: “déjà vu” — 5 €".encode("cp1252") + b" ok \xff\xfe \x81 end"
     (doc,) = _load(TextLoader(), tmp_path / "latin.txt", data)
-    assert doc.text == "caf\ufffd ok \ufffd\ufffd end"
-    assert doc.warnings == ("not valid UTF-8: 3 bytes replaced with U+FFFD",)
+    assert doc.text == "Un café crème, s'il vous plaît: “déjà vu” — 5 € ok ÿþ \x81 end"
+    assert doc.warnings == ("not valid UTF-8: read as Windows-1252 (Latin-1); save the file as UTF-8 to silence this",)
+
+
+def test_utf8_text_with_a_few_corrupt_bytes_keeps_its_text(tmp_path):
+    data = "Zweite Zeile: größer".encode() + b" ok \xff\xfe end"
+    (doc,) = _load(TextLoader(), tmp_path / "utf8.txt", data)
+    assert doc.text == "Zweite Zeile: größer ok \ufffd\ufffd end"
+    assert doc.warnings == ("not valid UTF-8: 2 bytes replaced with U+FFFD",)
+
+
+@pytest.mark.parametrize("encoding", ["gbk", "big5", "shift_jis"])
+def test_text_in_a_double_byte_legacy_encoding_is_refused_naming_the_fix(tmp_path, encoding):
+    dense = {"gbk": "数据治理流程是企业数据管理的核心。\n", "big5": "資料治理流程是企業資料管理的核心。\n"}.get(
+        encoding, "データ管理の中心です。\n"
+    )
+    sparse = "An English report that quotes one phrase, " + dense.strip() + ", and goes on in English.\n"
+    for text in (dense * 20, sparse * 5):
+        with pytest.raises(DocumentLoadError, match=r"double-byte legacy encoding .*iconv -f GBK -t UTF-8"):
+            _load(TextLoader(), tmp_path / "legacy.txt", text.encode(encoding))
 
 
 def test_text_utf16_with_bom(tmp_path):
@@ -324,16 +342,28 @@ def test_records_with_no_text_field_at_all_raise(tmp_path):
         _load(RecordsLoader(), tmp_path / "none.jsonl", _jsonl({"_id": "a", "body": "x"}, {"_id": "b"}))
 
 
-def test_jsonl_invalid_line_names_the_line(tmp_path):
+def test_jsonl_invalid_line_fails_alone_and_names_the_line(tmp_path):
     data = _jsonl({"_id": "a", "text": "ok"}, "", '{"_id": "b", "text": ')
-    with pytest.raises(DocumentLoadError, match="line 3: invalid JSON") as info:
-        _load(RecordsLoader(), tmp_path / "bad.jsonl", data)
-    assert info.value.context["line"] == 3
+    good, bad = _load(RecordsLoader(), tmp_path / "bad.jsonl", data)
+    assert (good.error, good.text) == (None, "ok")
+    assert bad.source_uri == f"{tmp_path / 'bad.jsonl'}#line 3"
+    assert bad.error is not None and bad.error.startswith("bad.jsonl: line 3: invalid JSON (Expecting value at column")
 
 
-def test_jsonl_non_object_line(tmp_path):
-    with pytest.raises(DocumentLoadError, match="line 2: expected a JSON object"):
-        _load(RecordsLoader(), tmp_path / "list.jsonl", _jsonl({"text": "a"}, [1, 2]))
+def test_jsonl_non_object_line_fails_alone(tmp_path):
+    good, bad = _load(RecordsLoader(), tmp_path / "list.jsonl", _jsonl({"text": "a"}, [1, 2]))
+    assert good.error is None
+    assert bad.error == "list.jsonl: line 2: expected a JSON object, got list"
+
+
+def test_a_file_where_no_record_can_be_read_fails_as_a_whole(tmp_path):
+    with pytest.raises(DocumentLoadError, match="line 1: invalid JSON"):
+        _load(RecordsLoader(), tmp_path / "junk.jsonl", b"not json\n[1]\n")
+
+
+def test_json_decoder_messages_ending_in_at_are_not_doubled(tmp_path):
+    (_good, bad) = _load(RecordsLoader(), tmp_path / "ctl.jsonl", b'{"text": "a"}\n{"text": "x\x01y"}\n')
+    assert bad.error is not None and "Invalid control character at column" in bad.error and "at at" not in bad.error
 
 
 def test_invalid_json_document(tmp_path):
@@ -343,16 +373,19 @@ def test_invalid_json_document(tmp_path):
         _load(RecordsLoader(), tmp_path / "num.json", b"42")
 
 
-def test_duplicate_record_ids_raise(tmp_path):
+def test_a_duplicate_record_id_fails_alone(tmp_path):
     data = _jsonl({"_id": "x", "text": "one"}, {"_id": "y", "text": "two"}, {"_id": "x", "text": "three"})
-    with pytest.raises(DocumentLoadError, match=r"duplicate record id 'x' \(line 1 and line 3\)"):
-        _load(RecordsLoader(), tmp_path / "dup.jsonl", data)
+    docs = _load(RecordsLoader(), tmp_path / "dup.jsonl", data)
+    assert [d.text for d in docs if d.error is None] == ["one", "two"]
+    (dup,) = [d for d in docs if d.error]
+    assert dup.error is not None and "line 3: duplicate record id 'x' (first at line 1)" in dup.error
 
 
 def test_position_id_colliding_with_explicit_id_is_a_duplicate(tmp_path):
     data = _jsonl({"_id": "1", "text": "explicit"}, {"text": "positional"})
-    with pytest.raises(DocumentLoadError, match="duplicate record id '1'"):
-        _load(RecordsLoader(), tmp_path / "clash.jsonl", data)
+    docs = _load(RecordsLoader(), tmp_path / "clash.jsonl", data)
+    assert [d.error is None for d in docs] == [True, False]
+    assert "duplicate record id '1'" in (docs[1].error or "")
 
 
 def test_records_file_without_records_gives_empty_document(tmp_path):
@@ -385,7 +418,7 @@ def test_registry_unsupported_suffix_lists_supported():
     assert ".xlsx" in message
     assert ".pdf" in message
     assert ".jsonl" in message
-    with pytest.raises(UnsupportedFormatError, match="no suffix"):
+    with pytest.raises(UnsupportedFormatError, match="a file without a suffix has no loader; supported: "):
         registry.for_path(Path("Makefile"))
 
 

@@ -85,9 +85,9 @@ class LoaderRegistry:
         suffix = path.suffix.lower()
         loader = self._by_suffix.get(suffix)
         if loader is None:
-            what = f"suffix {suffix!r}" if suffix else "no suffix"
+            what = f"no loader reads the suffix {suffix!r}" if suffix else "a file without a suffix has no loader"
             raise UnsupportedFormatError(
-                f"{path.name}: {what} has no loader; supported: {', '.join(self.supported_suffixes)}",
+                f"{path.name}: {what}; supported: {', '.join(self.supported_suffixes)} (rename the file, e.g. to .txt)",
                 path=str(path),
                 suffix=suffix or None,
             )

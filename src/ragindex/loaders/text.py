@@ -24,7 +24,7 @@ class TextLoader:
             DocumentLoadError: The bytes are binary (see :func:`ragindex.loaders._decode.binary_reason`).
         """
         refuse_binary(path, data)
-        text, warnings = decode_text(data)
+        text, warnings = decode_text(data, path)
         return [Document(source_uri=str(path), text=text, parser=self.name, title=self.title(text), warnings=warnings)]
 
     def title(self, text: str) -> str | None:

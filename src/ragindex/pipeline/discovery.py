@@ -92,6 +92,33 @@ class RemovalGuard:
             removing=gone,
         )
 
+    def check_tree(self, folder: Path, held: Sequence[DocumentRow], gone: set[int]) -> None:
+        """:meth:`check` for ``folder`` and for every folder under it that holds some of ``held``.
+
+        A subfolder is a folder of its own: emptying ``docs/manuals`` (12 of a tree's 25 documents) is refused
+        although the tree as a whole keeps more than half of its documents.
+
+        Args:
+            folder: The synced (or watched) folder.
+            held: Its ACTIVE documents (those under it).
+            gone: The ids of those the sync would remove.
+
+        Raises:
+            MassDeleteError: The first folder, outermost first, that would lose too much.
+        """
+        counts: dict[Path, list[int]] = {}  # folder -> [held, gone]
+        for doc in held:
+            here = Path(doc.file_uri).parent
+            while True:
+                tally = counts.setdefault(here, [0, 0])
+                tally[0] += 1
+                tally[1] += doc.doc_id in gone
+                if here == folder or here == here.parent or not here.is_relative_to(folder):
+                    break
+                here = here.parent
+        for path in sorted(counts, key=lambda p: (len(p.parts), str(p))):
+            self.check(path, *counts[path])
+
 
 @dataclass(frozen=True, slots=True)
 class Removals:
@@ -110,14 +137,15 @@ class Removals:
         """The ACTIVE documents under ``folders`` whose file was not discovered (``seen``): the sync removes them.
 
         Raises:
-            MassDeleteError: For one folder they are too many (see :class:`RemovalGuard`), unless ``allow``.
+            MassDeleteError: For one folder, or one folder under it, they are too many (see
+                :meth:`RemovalGuard.check_tree`), unless ``allow``.
         """
         gone: dict[int, DocumentRow] = {}
         for folder in folders:
             held = self._under(folder)
             missing = [d for d in held if d.file_uri not in seen]
-            if not self.allow:
-                self.guard.check(folder, len(held), len(missing))
+            if not self.allow and missing:
+                self.guard.check_tree(folder, held, {d.doc_id for d in missing})
             gone.update((d.doc_id, d) for d in missing)
         return list(gone.values())
 
@@ -138,9 +166,9 @@ class Removals:
         if not self.allow:
             for folder in within:
                 held = self._under(folder)
-                inside = [d for d in held if d.doc_id in missing]
+                inside = {d.doc_id for d in held if d.doc_id in missing}
                 if inside:
-                    self.guard.check(folder, len(held), len(inside))
+                    self.guard.check_tree(folder, held, inside)
         return list(missing.values())
 
     def _under(self, path: Path) -> list[DocumentRow]:
