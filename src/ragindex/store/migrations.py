@@ -129,6 +129,11 @@ def m012_score_stats(conn: Connection) -> None:
     schema.score_stats.create(conn, checkfirst=True)
 
 
+def m014_metadata_fields(conn: Connection) -> None:
+    """The metadata field types of each set: ``metadata_fields`` (see :mod:`ragindex.metadata`)."""
+    schema.metadata_fields.create(conn, checkfirst=True)
+
+
 def _create_missing_index(conn: Connection, table: Table, name: str) -> None:
     """Create index ``name`` of ``schema.py``'s ``table`` unless the database has it."""
     if name not in {i["name"] for i in inspect(conn).get_indexes(table.name)}:
@@ -163,6 +168,7 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("m010_parsed_documents", m010_parsed_documents),
     ("m011_purge_scan_index", m011_purge_scan_index),
     ("m012_score_stats", m012_score_stats),
+    ("m014_metadata_fields", m014_metadata_fields),
 )
 
 

@@ -451,8 +451,29 @@ class ScoreStatsStore(Protocol):
         ...
 
 
+class MetadataFieldStore(Protocol):
+    """Each set's metadata field types, and documents looked up by key (records) or by id (payloads)."""
+
+    def field_types(self, user_id: int, set_id: int) -> dict[str, str]:
+        """Name -> :class:`~ragindex.metadata.FieldType` value of every metadata field recorded in the set."""
+        ...
+
+    def add_field_types(self, user_id: int, set_id: int, types: Mapping[str, str]) -> dict[str, str]:
+        """Record the new fields of ``types`` (a known field keeps its type); return the set's types of them."""
+        ...
+
+    def documents_by_key(self, user_id: int, set_id: int, keys: Sequence[str]) -> dict[str, DocumentRow]:
+        """Key (``source_uri``) -> the set's ACTIVE document with that key, for the keys that exist."""
+        ...
+
+    def document_metadata(self, doc_ids: Sequence[int]) -> dict[int, Mapping[str, Any]]:
+        """doc_id -> the document's metadata."""
+        ...
+
+
 class TruthStore(
     DocumentStore,
+    MetadataFieldStore,
     ParsedDocumentStore,
     RunStore,
     ChunkStore,

@@ -23,6 +23,7 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     MetaData,
+    PrimaryKeyConstraint,
     String,
     Table,
     Text,
@@ -282,4 +283,16 @@ score_stats = table(
     Column("started_at", Timestamp, nullable=False),
     Column("updated_at", Timestamp, nullable=False),
     Column("closed_at", Timestamp),
+)
+
+# m014: the type of each metadata field of a set (ragindex.metadata.FieldType), fixed by the first value seen: a
+# filter is checked against it, and a record whose value has another type is refused (ragindex.filters).
+metadata_fields = table(
+    "metadata_fields",
+    metadata,
+    *tenant(),
+    Column("name", String(64), nullable=False),
+    Column("field_type", String(16), nullable=False),
+    Column("created_at", Timestamp, nullable=False),
+    PrimaryKeyConstraint("user_id", "set_id", "name"),
 )

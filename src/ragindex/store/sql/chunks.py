@@ -151,13 +151,15 @@ def _back_to_pending(kinds: Iterable[str]) -> dict[str, Any]:
 
 
 def replace_chunk_rows(
-    conn: Connection, doc_id: int, doc: NewDocument, layout: ChunkLayout, now: datetime
+    conn: Connection, doc_id: int, doc: NewDocument, layout: ChunkLayout, now: datetime, *, requeue: bool = False
 ) -> ChunkDiff:
     """The diff of :meth:`SqlChunkWrites.replace_chunks` inside the caller's transaction.
 
     Sections are diffed first (among the document's ACTIVE sections), so that each chunk row can point at its
     section's row; chunks are then diffed among its ACTIVE chunks. A row is matched by the hash of its indexed
     text (context + content), so a kept row's vectors are still right; new rows get ``layout.unit_kinds``.
+    With ``requeue`` (the document's metadata changed) every kept row's copies go back to PENDING, so that the
+    indexer rewrites their payloads (their vectors come from the embedding cache).
     """
     existing = conn.execute(
         select(CH.chunk_id, CH.content_hash, CH.unit)
@@ -180,12 +182,15 @@ def replace_chunk_rows(
         # it gains becomes PENDING, a kind it loses NULL (its vector stays on the point until that is rewritten),
         # and every other status stays as it is, evaluated in the UPDATE itself (no lost concurrent transition)
         kinds = rows.kinds.get(unit, rows.enabled)
-        statuses = {
+        statuses: dict[str, Any] = {
             status_col(k).key: (
                 case((status_col(k).is_(None), IndexStatus.PENDING), else_=status_col(k)) if k in kinds else None
             )
             for k in KINDS
         }
+        if requeue:  # a claim in flight is cancelled: its write of the old payload can no longer become SUCCESS
+            statuses = {status_col(k).key: IndexStatus.PENDING if k in kinds else None for k in KINDS}
+            statuses |= {f"{k}_claim": None for k in KINDS if k in kinds} | {"attempts": 0}
         conn.execute(
             update(schema.chunks)
             .where(CH.chunk_id == bindparam("b_chunk_id"))

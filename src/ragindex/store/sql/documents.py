@@ -10,7 +10,7 @@ from sqlalchemy import Connection, insert, select, update
 
 from ragindex.clock import utcnow
 from ragindex.errors import NotFoundError
-from ragindex.hashing import sha256_text
+from ragindex.hashing import canonical_json, sha256_text
 from ragindex.store import schema
 from ragindex.store.options import StagedRun
 from ragindex.store.records import ChunkDiff, ChunkLayout, DocumentFilter, DocumentRow, NewDocument
@@ -113,8 +113,10 @@ class SqlDocuments(SqlCore):
         """
         now = utcnow()
         with self._tx() as conn:
+            before = _recorded_metadata(conn, doc)
             doc_id, created = _upsert_document(conn, doc, _document_values(doc, RunStatus.PROCESSING, now), now)
-            diff = replace_chunk_rows(conn, doc_id, doc, layout, now)
+            requeue = before is not None and canonical_json(before) != canonical_json(doc.metadata)
+            diff = replace_chunk_rows(conn, doc_id, doc, layout, now, requeue=requeue)
             if (parsed := run.get("parsed")) is not None:
                 # a new doc_id has no artifact to replace: two statements instead of four on the hot path
                 write_parsed(conn, doc_id, content_hash=doc.content_hash, parsed=parsed, now=now, replace=not created)
@@ -236,6 +238,19 @@ def _document_values(doc: NewDocument, status: str, now: datetime) -> dict[str, 
         "error": None,
         "updated_at": now,
     }
+
+
+def _recorded_metadata(conn: Connection, doc: NewDocument) -> Mapping[str, Any] | None:
+    """The metadata recorded for ``doc``'s source (None: not recorded, or REMOVED: it has no copies to rewrite)."""
+    row = conn.execute(
+        select(DOC.metadata).where(
+            DOC.user_id == doc.user_id,
+            DOC.set_id == doc.set_id,
+            DOC.source_key == sha256_text(doc.source_uri),
+            DOC.lifecycle_status == Lifecycle.ACTIVE,
+        )
+    ).first()
+    return None if row is None else (row[0] or {})
 
 
 def _upsert_document(conn: Connection, doc: NewDocument, values: Mapping[str, Any], now: datetime) -> tuple[int, bool]:

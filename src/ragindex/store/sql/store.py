@@ -9,6 +9,7 @@ from ragindex.store.sql.chunk_reads import SqlChunkReads
 from ragindex.store.sql.chunks import SqlChunkWrites
 from ragindex.store.sql.collections import SqlCollections
 from ragindex.store.sql.documents import SqlDocuments
+from ragindex.store.sql.fields import SqlMetadataFields
 from ragindex.store.sql.owners import SqlOwners
 from ragindex.store.sql.parsed import SqlParsedDocuments
 from ragindex.store.sql.reconcile import SqlReconcile
@@ -18,6 +19,7 @@ from ragindex.store.sql.scores import SqlScoreStats
 
 class SqlTruthStore(
     SqlDocuments,
+    SqlMetadataFields,
     SqlRuns,
     SqlChunkWrites,
     SqlChunkReads,
