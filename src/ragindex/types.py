@@ -96,6 +96,10 @@ class Document:
     alone with this error (the file's other documents are indexed), and the next ingest reads the file again."""
 
 
+CHUNK_FIELDS = "fields"
+"""The key of a chunk's metadata that holds its own fields (given with pre-cut chunks; filterable like a document's)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ChunkDraft:
     """What a chunker returns: one piece of a document, positioned in it.

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from ragindex.chunking.headings import find_headings
 from ragindex.chunking.splitting import HEADINGS_ONLY
-from ragindex.types import ChunkDraft, Document, Unit
+from ragindex.types import CHUNK_FIELDS, ChunkDraft, Document, Unit
 
 CONTEXT_SEPARATOR = " > "
 _MAX_CONTEXT_CHARS = 300
@@ -44,7 +44,11 @@ def with_sections(
             run.clear()
 
     for draft in drafts:
-        if run and (draft.section != run[0].section or draft.end_char - run[0].start_char > max_chars):
+        if run and (
+            draft.section != run[0].section
+            or draft.end_char - run[0].start_char > max_chars
+            or draft.metadata.get(CHUNK_FIELDS) != run[0].metadata.get(CHUNK_FIELDS)  # its fields are its chunks'
+        ):
             close_run()
         run.append(draft)
         context = _chunk_context(document, draft) if contextual else None
@@ -104,4 +108,5 @@ def _section(document: Document, run: Sequence[ChunkDraft], index: int, *, conte
         token_count=None if None in tokens else sum(t for t in tokens if t is not None),
         unit=Unit.SECTION,
         context=context_line(document.title, first.section, text) if contextual else None,
+        metadata={CHUNK_FIELDS: first.metadata[CHUNK_FIELDS]} if first.metadata.get(CHUNK_FIELDS) else {},
     )

@@ -32,18 +32,32 @@ SCROLL_PAGE = 2048
 
 
 def payload(point: DensePoint | SparsePoint) -> dict[str, Any]:
-    """The payload of a point: its chunk id and the tenant fields every query filters on."""
-    return {"chunk_id": point.chunk_id, "user_id": point.user_id, "set_id": point.set_id, "doc_id": point.doc_id}
+    """The payload of a point: its chunk id, the tenant fields every query filters on, and its metadata."""
+    return {
+        "chunk_id": point.chunk_id,
+        "user_id": point.user_id,
+        "set_id": point.set_id,
+        "doc_id": point.doc_id,
+        "meta": dict(point.meta),
+    }
 
 
 def tenant_filter(models: Any, tenant: TenantFilter) -> Any:
-    """The ``Filter`` of ``models`` (``qdrant_edge`` or ``qdrant_client.models``) scoping a query to a tenant."""
+    """The ``Filter`` of ``models`` (``qdrant_edge`` or ``qdrant_client.models``) scoping a query to a tenant.
+
+    A metadata filter (``tenant.where``) is one more condition of the tenant's: the points it leaves out are never
+    candidates, so the top-k comes from matching points.
+    """
     must = [
         models.FieldCondition(key="user_id", match=models.MatchValue(value=tenant.user_id)),
         models.FieldCondition(key="set_id", match=models.MatchValue(value=tenant.set_id)),
     ]
     if tenant.doc_ids:
         must.append(models.FieldCondition(key="doc_id", match=models.MatchAny(any=list(tenant.doc_ids))))
+    if tenant.where is not None:
+        from ragindex.filters import to_qdrant
+
+        must.append(to_qdrant(tenant.where, models))
     return models.Filter(must=must)
 
 

@@ -3,15 +3,15 @@
 Two backends implement it: Qdrant Edge (embedded, one shard directory per bucket) and a
 Qdrant server through qdrant-client. A logical *collection* spans ``bucket_count``
 physical collections/shards named ``{collection}_{bucket}`` (seed section 3.4); point
-id = chunk_id; payload = {chunk_id, user_id, set_id, doc_id}; vectors: ``dense``
+id = chunk_id; payload = {chunk_id, user_id, set_id, doc_id, meta}; vectors: ``dense``
 (cosine), ``bm25`` (sparse, IDF modifier), ``sparse`` (BGE-M3 lexical weights).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Protocol, TypedDict, Unpack
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypedDict, Unpack
 
 import numpy as np
 
@@ -27,6 +27,7 @@ class DensePoint:
     set_id: int
     doc_id: int
     vector: np.ndarray
+    meta: Mapping[str, Any] = field(default_factory=dict)  # filterable metadata, as ragindex.metadata.payload_value
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,7 @@ class SparsePoint:
     set_id: int
     doc_id: int
     vector: SparseVector
+    meta: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,7 @@ class TenantFilter:
     user_id: int
     set_id: int
     doc_ids: tuple[int, ...] | None = None
+    where: Any = None  # a ragindex.filters node over the points' metadata (``meta``), or None
 
 
 @dataclass(frozen=True, slots=True)

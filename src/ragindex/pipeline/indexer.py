@@ -23,6 +23,7 @@ from ragindex.errors import Interrupted, RagindexError
 from ragindex.index.protocol import DensePoint, SparsePoint, VectorIndex
 from ragindex.pipeline import faults
 from ragindex.pipeline.lease import Lease
+from ragindex.pipeline.payloads import PayloadMetadata
 from ragindex.pipeline.stopping import StopFlag
 from ragindex.store.protocol import TruthStore
 from ragindex.store.records import ChunkRow, Claim
@@ -200,14 +201,13 @@ class Indexer:
         vectors = encoder.encode_documents([r.indexed_text for r in batch], [r.content_hash for r in batch])
         faults.hit("dense.after_encode")
         held = self._still_held(claim, batch)
+        meta = PayloadMetadata(self.store, batch)
         by_bucket: dict[int, list[DensePoint]] = defaultdict(list)
         for row, vector in zip(batch, vectors, strict=True):
             if row.chunk_id not in held:
                 continue
             by_bucket[row.bucket_id].append(
-                DensePoint(
-                    chunk_id=row.chunk_id, user_id=row.user_id, set_id=row.set_id, doc_id=row.doc_id, vector=vector
-                )
+                DensePoint(row.chunk_id, row.user_id, row.set_id, row.doc_id, vector, meta=meta.of(row))
             )
         for bucket, points in by_bucket.items():
             self.index.upsert_dense(self.collection, bucket, points)
@@ -221,12 +221,13 @@ class Indexer:
         held = self._still_held(claim, batch)
         updates: dict[int, dict[str, SparseVector]] = defaultdict(dict)
         owned: dict[int, list[SparsePoint]] = defaultdict(list)
+        meta = PayloadMetadata(self.store, [r for r in batch if r.owns_point(kind)])
         for row, vector in zip(batch, vectors, strict=True):
             if row.chunk_id not in held:
                 continue
             if row.owns_point(kind):
                 owned[row.bucket_id].append(
-                    SparsePoint(row.chunk_id, user_id=row.user_id, set_id=row.set_id, doc_id=row.doc_id, vector=vector)
+                    SparsePoint(row.chunk_id, row.user_id, row.set_id, row.doc_id, vector, meta=meta.of(row))
                 )
             else:
                 updates[row.bucket_id][row.chunk_id] = vector

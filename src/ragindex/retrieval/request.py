@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from ragindex.errors import ValidationError
 from ragindex.retrieval.fusion import FUSIONS
@@ -29,6 +31,10 @@ class SearchRequest:
     """Narrow the sources to these (within ``RAGINDEX_RECALL_ENABLED_SOURCES``); None: every enabled one."""
     on_source_error: OnSourceError = OnSourceError.FAIL
     """``fail``: a failing source fails the search; ``degrade``: the search goes on without it."""
+    where: Any = None
+    """A parsed metadata filter (:func:`ragindex.filters.parse_filter`), applied in the index and at backfill."""
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    """The set's metadata field types the filter was parsed against (the backfill check reads values by them)."""
 
     def __post_init__(self) -> None:
         validate_ids(user_id=self.user_id, set_id=self.set_id)

@@ -24,9 +24,11 @@ from ragindex.errors import (
     RetrievalConfigurationError,
     RetrievalEncodingError,
 )
+from ragindex.filters import matches
 from ragindex.index.protocol import TenantFilter, VectorIndex, VectorQuery
 from ragindex.index.routing import bucket_of
 from ragindex.language import dominant_script
+from ragindex.pipeline.payloads import row_metadata
 from ragindex.retrieval.context import StoreReads
 from ragindex.retrieval.fusion import Candidate, Fused, fuse
 from ragindex.retrieval.request import SearchRequest as SearchRequest
@@ -37,7 +39,7 @@ from ragindex.retrieval.sources import SourceFailures, resolve
 from ragindex.retrieval.terms import best_match, query_terms
 from ragindex.store.protocol import ChunkStore
 from ragindex.store.records import ChunkText, ChunkView
-from ragindex.types import BBox, Hit, SearchMode, SearchResult, SourceScore, Unit, VectorKind
+from ragindex.types import CHUNK_FIELDS, BBox, Hit, SearchMode, SearchResult, SourceScore, Unit, VectorKind
 
 _BACKFILL_MARGIN = 10
 """Candidates read beyond those needed, so that a few ghosts do not cost a second read."""
@@ -177,7 +179,7 @@ class Retriever:
         """
         hybrid = request.mode == SearchMode.HYBRID
         bucket = bucket_of(request.user_id, self.bucket_count)
-        tenant = TenantFilter(request.user_id, request.set_id, request.doc_ids)
+        tenant = TenantFilter(request.user_id, request.set_id, request.doc_ids, where=request.where)
         t0 = time.perf_counter()
         lists: dict[str, list[tuple[str, float]]] = {}
         index = self.index()
@@ -228,7 +230,7 @@ class Retriever:
         while start < len(fused):
             views |= self.store.backfill([item.id for item in fused[start : start + page]])
             start += page
-            if sum(1 for item in fused[:start] if _usable(item, views, threshold)) >= want:
+            if sum(1 for item in fused[:start] if _usable(item, views, threshold, request)) >= want:
                 return views, True
         return views, False
 
@@ -385,22 +387,25 @@ def _single(lists: Mapping[str, Sequence[Candidate]]) -> list[Fused]:
     ]
 
 
-def _usable(item: Fused, views: Mapping[str, ChunkView], threshold: float | None) -> bool:
-    """Whether a fused candidate can become a hit: live, a chunk, and at or above the score threshold.
+def _usable(item: Fused, views: Mapping[str, ChunkView], threshold: float | None, request: SearchRequest) -> bool:
+    """Whether a fused candidate can become a hit: live, a chunk, at or above the threshold, matching the filter.
 
     A ghost (REMOVED in the truth store, not yet purged from the index) has no view; a section row is a lexical
-    hit whose chunks are all gone.
+    hit whose chunks are all gone. A chunk whose document's metadata changed after its copy was written matches
+    the filter in the index but not here: it is never returned under its old values.
     """
     view = views.get(item.id)
     if view is None or view.chunk.unit == Unit.SECTION:
         return False
-    return threshold is None or item.score >= threshold
+    if threshold is not None and item.score < threshold:
+        return False
+    return request.where is None or matches(request.where, row_metadata(view.doc_metadata, view.chunk), request.fields)
 
 
 def _build_hits(fused: Sequence[Fused], views: Mapping[str, ChunkView], request: SearchRequest) -> list[Hit]:
     hits: list[Hit] = []
     for item in fused:
-        if not _usable(item, views, request.score_threshold):
+        if not _usable(item, views, request.score_threshold, request):
             continue
         view = views[item.id]
         chunk = view.chunk
@@ -430,9 +435,10 @@ def _build_hits(fused: Sequence[Fused], views: Mapping[str, ChunkView], request:
 
 
 def _hit_metadata(view: ChunkView) -> Mapping[str, Any]:
-    """The document's metadata, plus the chunk's own facts other than its box (e.g. ``ocr``, ``pages``)."""
-    own = {k: v for k, v in view.chunk.metadata.items() if k != "bbox"}
-    return {**view.doc_metadata, **own} if own else view.doc_metadata
+    """The document's metadata, the chunk's own facts but its box (``ocr``, ``pages``), its own fields over both."""
+    own = {k: v for k, v in view.chunk.metadata.items() if k not in ("bbox", CHUNK_FIELDS)}
+    fields = view.chunk.metadata.get(CHUNK_FIELDS) or {}
+    return {**view.doc_metadata, **own, **fields} if own or fields else view.doc_metadata
 
 
 def _ms(since: float) -> float:
