@@ -26,6 +26,11 @@ _EXPORTS = {
     "GroupBy": "ragindex.types",
     "MergedHit": "ragindex.types",
     "Script": "ragindex.language",
+    "Record": "ragindex.records",
+    "RecordChunk": "ragindex.records",
+    "RecordError": "ragindex.records",
+    "FilterError": "ragindex.filters",
+    "MetadataError": "ragindex.metadata",
     "ParsedDocument": "ragindex.store.records",
     "StatusReport": "ragindex.results",
     "SetStatus": "ragindex.results",
@@ -66,6 +71,11 @@ __all__ = [
     "GroupBy",
     "MergedHit",
     "Script",
+    "Record",
+    "RecordChunk",
+    "RecordError",
+    "FilterError",
+    "MetadataError",
     "ParsedDocument",
     "StatusReport",
     "SetStatus",
@@ -110,7 +120,10 @@ if TYPE_CHECKING:
         RetrievalError,
         ValidationError,
     )
+    from ragindex.filters import FilterError
     from ragindex.language import Script
+    from ragindex.metadata import MetadataError
+    from ragindex.records import Record, RecordChunk, RecordError
     from ragindex.results import (
         ChunkUpdate,
         CollectionStatus,

@@ -231,6 +231,7 @@ class AsyncEngine:
 
     # ------------------------------------------------------------------ API: ingest and search
     ingest = _cancellable_ingest(Engine.ingest)
+    upsert = _cancellable_ingest(Engine.upsert)
     search = _read(Engine.search, " on the pool (concurrent queries encode together).")
 
     # ------------------------------------------------------------------ API: reads
@@ -249,6 +250,7 @@ class AsyncEngine:
     delete_chunks = _write(Engine.delete_chunks, ": REMOVED first, then purged.")
     delete_document = _write(Engine.delete_document, ": a document and its chunks.")
     delete_source = _write(Engine.delete_source, ": the documents of a file or folder.")
+    delete = _write(Engine.delete, ": the documents of records' keys (or files' source paths).")
 
     # ------------------------------------------------------------------ API: maintenance
     repair = _write(Engine.repair, ": converge the index copies to the truth store.")

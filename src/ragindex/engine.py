@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -31,9 +31,10 @@ if TYPE_CHECKING:
     from ragindex.loaders.isolated import IsolatedParser
     from ragindex.pipeline.indexer import Indexer
     from ragindex.pipeline.inspection import DocumentDetail, DocumentPage
-    from ragindex.pipeline.sync import IngestReport, ProgressFn
+    from ragindex.pipeline.sync import IngestReport, ProgressFn, SourceSync
     from ragindex.pipeline.verify import VerifyReport
-    from ragindex.results import StatusReport
+    from ragindex.records import Record
+    from ragindex.results import DeleteResult, StatusReport
     from ragindex.retrieval.drift import ScoreWatch
     from ragindex.retrieval.rerank import Reranker
     from ragindex.store.records import ParsedDocument
@@ -223,10 +224,7 @@ class Engine(ChunkEditing, Maintenance, Closing):
                 folder of ``vanished_within`` like the files gone from a synced folder.
             vanished_within: The folders whose guard counts the removals of ``vanished`` (the watched folders).
         """
-        from ragindex.encoders.warmup import EncoderWarmup
         from ragindex.errors import InputError
-        from ragindex.pipeline.discovery import RemovalGuard
-        from ragindex.pipeline.sync import SourceSync, SyncLimits
         from ragindex.retrieval.search import validate_ids
 
         validate_ids(user_id=user_id, set_id=set_id)
@@ -234,30 +232,8 @@ class Engine(ChunkEditing, Maintenance, Closing):
             raise InputError("an empty path was given; name the files or folders to ingest (`.` for this folder)")
         self.owner.begin()
         self._enable_sparse_kinds()
-        settings = self.settings
-        sync = SourceSync(
-            self.store,
-            self.indexer,
-            factory.build_loaders(settings),
-            lambda: self.chunker,
-            kinds=self.kinds,
-            bucket_count=settings.bucket_count,
-            max_attempts=settings.max_attempts,
-            limits=SyncLimits(
-                settings.max_file_bytes,
-                settings.max_chunks_per_document,
-                settings.parse_timeout_seconds,
-                settings.parse_memory_mb,
-            ),
-            guard=RemovalGuard(settings.max_remove_fraction, settings.remove_guard_min_documents),
-            exclude=[*self._own_dirs(), *(Path(p) for p in exclude)],
-            per_file=per_file,
-            chunking_fingerprint=self.settings.chunking_fingerprint,
-            section_max_chars=self.settings.section_max_chars,
-            contextual=self.settings.contextual_chunks,
-            progress=progress,
-            stop=self._stop,
-            warm=EncoderWarmup(lambda: self.dense).expect,
+        sync = self._source_sync(
+            exclude=[*self._own_dirs(), *(Path(p) for p in exclude)], per_file=per_file, progress=progress
         )
         shared = self._parser_lock.acquire(blocking=False)  # a concurrent ingest parses with a parser of its own
         try:
@@ -279,6 +255,93 @@ class Engine(ChunkEditing, Maintenance, Closing):
         self.owner.settle_runs(self.kinds, self.settings.indexing_stale_seconds)  # what a dead ingest left open
         self._maybe_optimize(user_id)
         return report
+
+    def upsert(
+        self,
+        records: Iterable[Record | Mapping[str, Any]] | Record | Mapping[str, Any],
+        *,
+        user_id: int = 1,
+        set_id: int = 1,
+        job_id: str | None = None,
+        progress: ProgressFn | None = None,
+    ) -> IngestReport:
+        """Insert or update records (documents named by the caller's key) and index them before returning.
+
+        A record (:class:`~ragindex.records.Record`, or its dict form) carries exactly one of ``text``,
+        ``markdown``, ``data`` with ``filename``, or ``chunks``; ``title`` and ``metadata`` are optional. An
+        unchanged record (same content, title and metadata) costs nothing; a record whose metadata alone changed
+        rewrites its copies' payloads and embeds nothing. The report counts ``added``, ``changed``,
+        ``unchanged``, ``failed`` documents like an ingest (a file's bytes that cannot be parsed fail alone).
+
+        Raises:
+            RecordError: A bad record (key, content, metadata, or a field type that disagrees with the set's);
+                nothing of the batch is written. At most :data:`ragindex.records.MAX_BATCH` records per call.
+        """
+        from ragindex.records import records_of
+        from ragindex.retrieval.search import validate_ids
+
+        validate_ids(user_id=user_id, set_id=set_id)
+        checked = records_of(records)  # type: ignore[arg-type]
+        self.owner.begin()
+        self._enable_sparse_kinds()
+        sync = self._source_sync(exclude=(), per_file=False, progress=progress)
+        shared = self._parser_lock.acquire(blocking=False)
+        try:
+            sync.parser = self._shared_parser() if shared else None
+            report = sync.upsert(checked, user_id=user_id, set_id=set_id, job_id=job_id)
+        finally:
+            if shared:
+                self._parser_lock.release()
+        self.owner.settle_runs(self.kinds, self.settings.indexing_stale_seconds)
+        return report
+
+    def delete(self, *, keys: Sequence[str], user_id: int = 1, set_id: int = 1) -> DeleteResult:
+        """Delete the set's documents with these keys (records' keys, or files' source paths).
+
+        Their chunks leave search at once (REMOVED in the truth store), then are purged from the index (a failed
+        purge is left to ``repair``). Keys that name no document are listed in the result's ``missing``.
+        """
+        from ragindex.records import validate_key
+        from ragindex.retrieval.search import validate_ids
+
+        validate_ids(user_id=user_id, set_id=set_id)
+        if isinstance(keys, str):
+            keys = [keys]
+        for key in keys:
+            validate_key(key)
+        return self._chunk_manager().delete_keys(keys, user_id=user_id, set_id=set_id)
+
+    def _source_sync(self, *, exclude: Sequence[Path], per_file: bool, progress: ProgressFn | None) -> SourceSync:
+        """The engine's sync of files and records, with its settings."""
+        from ragindex.encoders.warmup import EncoderWarmup
+        from ragindex.pipeline.discovery import RemovalGuard
+        from ragindex.pipeline.sync import SourceSync, SyncLimits
+
+        settings = self.settings
+        return SourceSync(
+            self.store,
+            self.indexer,
+            factory.build_loaders(settings),
+            lambda: self.chunker,
+            kinds=self.kinds,
+            bucket_count=settings.bucket_count,
+            max_attempts=settings.max_attempts,
+            limits=SyncLimits(
+                settings.max_file_bytes,
+                settings.max_chunks_per_document,
+                settings.parse_timeout_seconds,
+                settings.parse_memory_mb,
+            ),
+            guard=RemovalGuard(settings.max_remove_fraction, settings.remove_guard_min_documents),
+            exclude=exclude,
+            per_file=per_file,
+            chunking_fingerprint=settings.chunking_fingerprint,
+            section_max_chars=settings.section_max_chars,
+            contextual=settings.contextual_chunks,
+            progress=progress,
+            stop=self._stop,
+            warm=EncoderWarmup(lambda: self.dense).expect,
+        )
 
     def _shared_parser(self) -> IsolatedParser:
         """The engine's parser: its child process starts with the first file to parse and serves every ingest after.
@@ -344,6 +407,7 @@ class Engine(ChunkEditing, Maintenance, Closing):
         group_by: str | None = None,
         sources: str | Sequence[str] | None = None,
         on_source_error: str | None = None,
+        filter: Mapping[str, Any] | str | None = None,
     ) -> SearchResult:
         """Search one tenant's set; every hit is backfilled from the truth store (no ghost hits).
 
@@ -363,10 +427,23 @@ class Engine(ChunkEditing, Maintenance, Closing):
         ``top_k`` hits. ``expand`` (``none``, ``neighbours``, ``section``; default ``RAGINDEX_EXPAND``) gives each
         hit a ``context``: its text joined with adjacent chunks or with its section, at most ``context_chars``
         characters (0 to 20000; default ``RAGINDEX_CONTEXT_CHARS``). See :mod:`ragindex.retrieval.context`.
+
+        ``filter`` narrows the search to chunks whose metadata matches (the JSON form of Chroma and Pinecone:
+        ``{"year": {"$gte": 2020}, "lang": "zh"}``; see :mod:`ragindex.filters`); it is applied inside the index for
+        every source and checked again against the truth store. A bad filter raises
+        :class:`~ragindex.filters.FilterError` naming the problem (an unknown field lists the set's fields).
         """
+        from ragindex.filters import parse_filter
+        from ragindex.metadata import FieldType
         from ragindex.retrieval.context import HitShaper, validate_shape
-        from ragindex.retrieval.search import Retriever, SearchRequest, search_mode
+        from ragindex.retrieval.search import Retriever, SearchRequest, search_mode, validate_ids
         from ragindex.retrieval.sources import enabled_by_setting, source_error_policy
+
+        where, fields = None, {}
+        if filter:
+            validate_ids(user_id=user_id, set_id=set_id)
+            fields = {name: FieldType(kind) for name, kind in self.store.field_types(user_id, set_id).items()}
+            where = parse_filter(filter, fields)
 
         request = SearchRequest(
             query=query,
@@ -383,6 +460,8 @@ class Engine(ChunkEditing, Maintenance, Closing):
             on_source_error=source_error_policy(
                 self.settings.recall_on_source_error if on_source_error is None else on_source_error
             ),
+            where=where,
+            fields=fields,
         )
         if request.rerank:  # before any search work: a missing model is the caller's 422, not a late 500
             self.reranker.ensure_available()

@@ -205,6 +205,7 @@ class DeleteResult:
         chunk_ids: Up to 20 of the removed chunk ids.
         errors: Up to 5 distinct purge errors.
         next_action: ``ragindex repair`` when a purge failed, else None.
+        missing: The keys of a delete by key that named no document of the set (only then in ``to_dict``).
     """
 
     removed: int
@@ -214,9 +215,12 @@ class DeleteResult:
     chunk_ids: tuple[str, ...]
     errors: tuple[str, ...]
     next_action: str | None
+    missing: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         _tuple_fields(self, "doc_ids", "chunk_ids", "errors")
+        if self.missing is not None:
+            _tuple_fields(self, "missing")
 
     @property
     def ok(self) -> bool:
@@ -225,7 +229,10 @@ class DeleteResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON printed by ``ragindex delete --json`` and answered by the HTTP deletes."""
-        return json_fields(self)
+        out = json_fields(self)
+        if self.missing is None:
+            del out["missing"]
+        return out
 
 
 # ---------------------------------------------------------------------------------------------------- reindex, repair

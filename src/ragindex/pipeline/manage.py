@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +169,21 @@ class ChunkManager:
             c.chunk_id for d in doc_ids for c in self.store.chunks_of_document(d, include_removed=True, unit=None)
         ]
         return self._purge(removed, everything, doc_ids=tuple(doc_ids))
+
+    def delete_keys(self, keys: Sequence[str], *, user_id: int, set_id: int) -> DeleteResult:
+        """REMOVE the set's ACTIVE documents with these keys (records' keys, files' source paths), then purge them.
+
+        Deleting a key twice, or one that names no document, removes nothing; such keys are listed in ``missing``.
+        """
+        wanted = list(dict.fromkeys(keys))
+        found = self.store.documents_by_key(user_id, set_id, wanted)
+        doc_ids = [d.doc_id for d in found.values()]
+        removed = self.store.remove_documents(doc_ids)
+        everything = [
+            c.chunk_id for d in doc_ids for c in self.store.chunks_of_document(d, include_removed=True, unit=None)
+        ]
+        result = self._purge(removed, everything, doc_ids=tuple(doc_ids))
+        return replace(result, missing=tuple(k for k in wanted if k not in found))
 
     def _purge(self, removed: Sequence[str], candidates: Iterable[str], *, doc_ids: Sequence[int]) -> DeleteResult:
         """Purge the index copies of the REMOVED, not yet purged chunks among ``candidates``."""

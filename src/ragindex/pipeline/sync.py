@@ -16,26 +16,30 @@ parsed again by the next sync, until it succeeds or is removed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import json
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragindex.chunking.cutter import Cut, DocumentCutter
 from ragindex.chunking.protocol import Chunker
-from ragindex.errors import DocumentLoadError, DocumentTooLargeError
-from ragindex.hashing import sha256_text
+from ragindex.errors import DocumentLoadError, DocumentTooLargeError, InputError
+from ragindex.hashing import canonical_json, sha256_text
 from ragindex.index.routing import bucket_of
+from ragindex.language import dominant_script
 from ragindex.loaders.isolated import IsolatedParser
 from ragindex.loaders.registry import LoaderRegistry
+from ragindex.metadata import normalise
 from ragindex.pipeline import faults
 from ragindex.pipeline.discovery import RemovalGuard, Removals, discover
 from ragindex.pipeline.failures import FailureLog, check_name, fails_alone
 from ragindex.pipeline.indexer import Indexer, StageResult, check_stop
+from ragindex.pipeline.record_sync import CheckedRecord, check_records, given_cut, record_document, record_path
 from ragindex.pipeline.report import IngestReport as IngestReport
 from ragindex.pipeline.report import file_outcomes
 from ragindex.pipeline.run_outcomes import Touched, finish_runs
@@ -46,6 +50,9 @@ from ragindex.store.protocol import TruthStore
 from ragindex.store.records import ChunkLayout, DocumentRow, NewDocument
 from ragindex.store.states import RunStatus, Stage
 from ragindex.types import Document, VectorKind
+
+if TYPE_CHECKING:
+    from ragindex.records import Record
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +142,7 @@ class SourceSync:
         self.sectioned = self.unit_kinds is not None
         self.progress = progress or (lambda _event, _data: None)
         self.parser = parser
+        self._field_types: dict[tuple[int, int], dict[str, str]] = {}  # the sets' metadata field types, read once
 
     @property
     def indexer(self) -> Indexer:
@@ -230,6 +238,151 @@ class SourceSync:
             report.files += file_outcomes(per_file, report.failures)
         report.duration_ms = (time.perf_counter() - started) * 1000
         return report
+
+    def upsert(
+        self, records: Sequence[Record], *, user_id: int, set_id: int, job_id: str | None = None
+    ) -> IngestReport:
+        """Upsert records into the set and index them before returning (see :mod:`ragindex.pipeline.record_sync`).
+
+        Raises:
+            RecordError: A record whose metadata breaks a rule or disagrees with the set's field types (nothing
+                was written).
+        """
+        started = time.perf_counter()
+        report = IngestReport(files=[] if self.per_file else None)
+        checked, added = check_records(records, self.store.field_types(user_id, set_id))
+        if added:
+            clash = {n: k for n, k in self.store.add_field_types(user_id, set_id, added).items() if k != added[n]}
+            if clash:  # another writer recorded the field first, with another type: check again against it
+                checked, _ = check_records(records, self.store.field_types(user_id, set_id))
+        existing = self.store.documents_by_key(user_id, set_id, [c.record.key for c in checked])
+        bucket = bucket_of(user_id, self.bucket_count)
+        failures = FailureLog(self.store, self.kinds, report.failures)
+        touched: list[Touched] = []
+        per_file: dict[str, dict[str, int]] = {}
+        parser = self.parser or IsolatedParser(
+            self.loaders, timeout=self.limits.parse_timeout_seconds, memory_mb=self.limits.parse_memory_mb
+        )
+        t_chunking = time.perf_counter()
+        try:
+            for item in checked:
+                check_stop(self.stop)
+                old = existing.get(item.record.key)
+                unchanged = (
+                    old is not None
+                    and old.file_hash == item.record_hash
+                    and old.status == RunStatus.SUCCESS
+                    and (item.record.chunks is not None or old.chunking_fingerprint == self.chunking_fingerprint)
+                )
+                if unchanged:
+                    counts = {"unchanged": 1}
+                else:
+                    ctx = _FileContext(item.uri, None, False, False, user_id, set_id, bucket, job_id)
+                    counts = self._upsert_record(item, old, ctx, parser, failures, report, touched)
+                per_file[item.uri] = counts
+                for key, n in counts.items():
+                    report.documents[key] += n
+        except BaseException:
+            parser.close()
+            raise
+        finally:
+            if parser is not self.parser:
+                parser.close()
+        report.stage_ms["chunking"] = (time.perf_counter() - t_chunking) * 1000
+        self._purge_set(user_id, set_id, report)
+        self._index_set(user_id, set_id, touched, job_id, report, failures, per_file)
+        if report.files is not None:
+            report.files += file_outcomes(per_file, report.failures)
+        report.duration_ms = (time.perf_counter() - started) * 1000
+        return report
+
+    def _upsert_record(
+        self,
+        item: CheckedRecord,
+        old: DocumentRow | None,
+        ctx: _FileContext,
+        parser: IsolatedParser,
+        failures: FailureLog,
+        report: IngestReport,
+        touched: list[Touched],
+    ) -> dict[str, int]:
+        """Stage one changed record: parse its bytes or cut its text in the parse child, or take its chunks."""
+        record = item.record
+        path = record_path(record)
+        timeout = self.limits.parse_timeout_seconds
+        deadline = time.monotonic() + timeout if timeout > 0 else None
+        poll = self._poll(ctx.uri)
+        started = time.perf_counter()
+        size = len(record.data) if record.data is not None else 0
+        parsed: Document | None = None
+        if record.data is not None:
+            try:
+                documents = parser.load(path, bytes(record.data), deadline=deadline, poll=poll)
+                if len(documents) != 1:
+                    raise DocumentLoadError(
+                        f"record {record.key!r}: {path.name} holds {len(documents)} documents; a record is one "
+                        "document (upsert a records file's records one by one)",
+                        path=ctx.uri,
+                    )
+                parsed = documents[0]
+            except Exception as exc:
+                if not fails_alone(exc):
+                    raise
+                failures.file_failed(
+                    Path(ctx.uri),
+                    exc,
+                    user_id=ctx.user_id,
+                    set_id=ctx.set_id,
+                    job_id=ctx.job_id,
+                    file_hash=item.record_hash,
+                )
+                return {"failed": 1}
+        doc = record_document(item, parsed)
+        size = size or len(doc.text.encode())
+        new = NewDocument(
+            user_id=ctx.user_id,
+            set_id=ctx.set_id,
+            source_uri=record.key,
+            file_uri=ctx.uri,
+            file_hash=item.record_hash,
+            content_hash=sha256_text(doc.text),
+            filename=(record.filename or record.key)[:512],
+            size=size,
+            parser=doc.parser,
+            metadata={**dict(doc.metadata), **item.metadata, **({"title": doc.title} if doc.title else {})},
+            chunking_fingerprint=self.chunking_fingerprint if record.chunks is None else "",
+        )
+        loading_ms = (time.perf_counter() - started) * 1000
+        if not doc.text.strip():
+            failures.document_failed(
+                new,
+                DocumentLoadError(f"record {record.key!r}: {path.name} has no text", path=ctx.uri),
+                job_id=ctx.job_id,
+                elapsed_ms=loading_ms,
+            )
+            return {"failed": 1}
+        outcome = self._outcome(old, new, force=False)
+        if record.chunks is None:
+            pending = [(doc, new, outcome)]
+            (staged,) = self._cut_and_stage(
+                pending, path, parser, (deadline, poll), ctx, loading_ms, failures, report, touched
+            )
+            return {staged: 1}
+        t0 = time.perf_counter()
+        try:
+            cut = given_cut(
+                item,
+                doc,
+                max_chunks=self.limits.max_chunks_per_document,
+                section_max_chars=self.section_max_chars if self.sectioned else 0,
+                contextual=self.contextual,
+            )
+        except DocumentTooLargeError as exc:
+            failures.document_failed(new, exc, job_id=ctx.job_id, elapsed_ms=loading_ms)
+            return {"failed": 1}
+        timing = (loading_ms, (time.perf_counter() - t0) * 1000)
+        ok = self._stage_document(doc, new, cut, ctx, outcome, timing, failures, report, touched)
+        return {outcome if ok else "failed": 1}
 
     def _purge(self, chunk_ids: Sequence[str], report: IngestReport) -> None:
         if not chunk_ids:
@@ -387,7 +540,7 @@ class SourceSync:
             return "retried"
         if force or old.content_hash != new.content_hash:
             return "changed"
-        if _canonical(old.metadata) != _canonical(new.metadata):
+        if canonical_json(old.metadata) != canonical_json(new.metadata):
             return "changed"
         if old.chunking_fingerprint != self.chunking_fingerprint:
             return "rechunked"
@@ -441,7 +594,11 @@ class SourceSync:
             filename=path.name if doc.source_uri == ctx.uri else doc.source_uri.rsplit("/", 1)[-1],
             size=size,
             parser=doc.parser,
-            metadata={**dict(doc.metadata), **({"title": doc.title} if doc.title else {})},
+            metadata={
+                **file_metadata(path, doc, size),
+                **dict(doc.metadata),
+                **({"title": doc.title} if doc.title else {}),
+            },
             chunking_fingerprint=self.chunking_fingerprint,
         )
 
@@ -462,6 +619,7 @@ class SourceSync:
         ``timing``: the document's share of its file's loading and chunking, in milliseconds.
         """
         loading_ms, chunking_ms = timing
+        self._register_fields(new)
         doc_id, run_id, diff = self.store.stage_document(
             new,
             ChunkLayout(cut.drafts, ctx.bucket, self.kinds, self.unit_kinds),
@@ -487,6 +645,28 @@ class SourceSync:
         self._purge(diff.removed, report)
         touched.append(Touched(doc_id, run_id, cut.chunks, chunking_ms, ctx.uri, doc.source_uri, outcome))
         return True
+
+    def _register_fields(self, new: NewDocument) -> None:
+        """Record the set's types of the document's new filterable fields.
+
+        Lenient, for a file's metadata (see :mod:`ragindex.pipeline.payloads`); a record's was checked and its
+        fields recorded before anything was written.
+        """
+        tenant = (new.user_id, new.set_id)
+        types = self._field_types.get(tenant)
+        if types is None:
+            types = self._field_types[tenant] = self.store.field_types(*tenant)
+        unseen: dict[str, str] = {}
+        for name, value in new.metadata.items():
+            if name in types:
+                continue
+            try:
+                _stored, found = normalise({name: value})
+            except InputError:  # not filterable (a nested object a records file holds): kept, not indexed
+                continue
+            unseen |= {k: str(v) for k, v in found.items()}
+        if unseen:
+            types |= self.store.add_field_types(*tenant, unseen)
 
     def _start_run(self, doc_id: int, job_id: str | None) -> int:
         kinds = self.kinds
@@ -546,9 +726,29 @@ class SourceSync:
             )
 
 
-def _canonical(metadata: Mapping[str, Any]) -> str:
-    """Metadata as the truth store keeps it (JSON), in one spelling: a recorded and a new version compare equal."""
-    return json.dumps(metadata, sort_keys=True, ensure_ascii=False, default=str)
+def file_metadata(path: Path, doc: Document, size: int) -> dict[str, Any]:
+    """The metadata every document of a file gets, as filters read it: where it comes from and what it is.
+
+    ``source``, ``filename``, ``suffix`` and ``script`` (the dominant script of its text: ``latin``, ``han``, ...)
+    for every document; ``size``, ``modified`` (UTC) and ``pages`` only for a file's single document, since a records
+    file's documents would all change with any line of the file. What the loader found (a title, a records file's
+    fields) comes over these.
+    """
+    derived: dict[str, Any] = {"source": str(path), "filename": path.name, "suffix": path.suffix.lower()}
+    if (script := dominant_script(doc.text[:_SCRIPT_SAMPLE])) is not None:
+        derived["script"] = str(script)
+    if doc.source_uri != str(path):
+        return derived
+    derived["size"] = size
+    with contextlib.suppress(OSError):
+        derived["modified"] = datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat().replace("+00:00", "Z")
+    pages = len({p.page for p in doc.pages}) if doc.pages else doc.metadata.get("page_count")
+    if isinstance(pages, int) and pages > 0:
+        derived["pages"] = pages
+    return derived
+
+
+_SCRIPT_SAMPLE = 20_000
 
 
 def _load_failure(doc: DocumentRow, file_uri: str) -> bool:

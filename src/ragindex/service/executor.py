@@ -46,11 +46,18 @@ class ServiceEngine(ThreadedEngine):
         same documents. Ingests of different sets share nothing they write but the index thread and the truth
         store, whose chunk claims are compare-and-set; each parses in a child process of its own.
         """
+        with self._set_lock(options):
+            return super().ingest(paths, **options)
+
+    def upsert(self, records: Any, **options: Any) -> IngestReport:
+        """:meth:`Engine.upsert`, taking turns with the set's ingests (both diff the set's documents)."""
+        with self._set_lock(options):
+            return super().upsert(records, **options)
+
+    def _set_lock(self, options: dict[str, Any]) -> threading.Lock:
         key = (int(options.get("user_id", 1)), int(options.get("set_id", 1)))
         with self._ingest_locks_lock:
-            lock = self._ingest_locks.setdefault(key, threading.Lock())
-        with lock:
-            return super().ingest(paths, **options)
+            return self._ingest_locks.setdefault(key, threading.Lock())
 
     def optimize_all(self) -> dict[str, bool]:
         """Optimise every bucket in use of the ACTIVE collection (blocking; freezes an Edge process)."""
