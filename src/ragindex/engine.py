@@ -201,6 +201,7 @@ class Engine(ChunkEditing, Maintenance, Closing):
         progress: ProgressFn | None = None,
         vanished: Sequence[str | Path] = (),
         vanished_within: Sequence[str | Path] = (),
+        metadata: Mapping[str, Any] | None = None,
     ) -> IngestReport:
         """Sync files and folders into (user_id, set_id); see :class:`ragindex.pipeline.sync.SourceSync`.
 
@@ -223,6 +224,11 @@ class Engine(ChunkEditing, Maintenance, Closing):
                 of files at or under them that no longer exist are removed (unless ``keep_missing``), guarded per
                 folder of ``vanished_within`` like the files gone from a synced folder.
             vanished_within: The folders whose guard counts the removals of ``vanished`` (the watched folders).
+            metadata: Fields given to every document of these files, over the fields derived from the file and
+                its loader (e.g. ``{"team": "search"}``). Checked first against the set's field types
+                (:class:`~ragindex.metadata.MetadataError` before anything is written). An unchanged file whose
+                documents lack them is parsed again to record them (its chunks keep their vectors); an ingest
+                without ``metadata`` leaves the recorded fields of unchanged files as they are.
         """
         from ragindex.errors import InputError
         from ragindex.retrieval.search import validate_ids
@@ -230,11 +236,13 @@ class Engine(ChunkEditing, Maintenance, Closing):
         validate_ids(user_id=user_id, set_id=set_id)
         if any(not str(p).strip() for p in paths):
             raise InputError("an empty path was given; name the files or folders to ingest (`.` for this folder)")
+        extra = self._checked_metadata(metadata, user_id, set_id)
         self.owner.begin()
         self._enable_sparse_kinds()
         sync = self._source_sync(
             exclude=[*self._own_dirs(), *(Path(p) for p in exclude)], per_file=per_file, progress=progress
         )
+        sync.extra_metadata = extra
         shared = self._parser_lock.acquire(blocking=False)  # a concurrent ingest parses with a parser of its own
         try:
             sync.parser = self._shared_parser() if shared else None
@@ -255,6 +263,15 @@ class Engine(ChunkEditing, Maintenance, Closing):
         self.owner.settle_runs(self.kinds, self.settings.indexing_stale_seconds)  # what a dead ingest left open
         self._maybe_optimize(user_id)
         return report
+
+    def _checked_metadata(self, metadata: Mapping[str, Any] | None, user_id: int, set_id: int) -> dict[str, Any]:
+        """An ingest's extra metadata in its stored form, checked against the set's field types."""
+        if not metadata:
+            return {}
+        from ragindex.metadata import FieldType, normalise
+
+        known = {name: FieldType(kind) for name, kind in self.store.field_types(user_id, set_id).items()}
+        return normalise(metadata, known)[0]
 
     def upsert(
         self,

@@ -20,7 +20,7 @@ import contextlib
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -94,6 +94,8 @@ class SourceSync:
             for this run, closed at its end.
         warm: Told the number of new units staged so far after each document, so that the dense model loads
             while later files parse (:class:`~ragindex.encoders.warmup.EncoderWarmup`).
+        extra_metadata: Fields given with the ingest (already normalised), merged over every file document's own;
+            an unchanged file whose documents do not hold them yet is parsed again to record them.
     """
 
     def __init__(
@@ -117,8 +119,10 @@ class SourceSync:
         stop: StopFlag | None = None,
         parser: IsolatedParser | None = None,
         warm: Callable[[int], None] | None = None,
+        extra_metadata: Mapping[str, Any] | None = None,
     ) -> None:
         self.store = store
+        self.extra_metadata = dict(extra_metadata or {})
         self.warm = warm
         self._new_chunks = 0
         self.stop = stop
@@ -442,8 +446,8 @@ class SourceSync:
             if data is None:
                 return {"skipped": 1}
             file_hash = hashlib.sha256(data).hexdigest()
-            if ctx.known is not None and ctx.known[0] == file_hash and not (ctx.force or ctx.rechunk):
-                return {"unchanged": ctx.known[1]}
+            if (unchanged := self._unchanged_documents(ctx, file_hash)) is not None:
+                return {"unchanged": unchanged}
             documents = parser.load(path, data, deadline=deadline, poll=poll)
         except Exception as exc:
             if not fails_alone(exc):
@@ -598,9 +602,23 @@ class SourceSync:
                 **file_metadata(path, doc, size),
                 **dict(doc.metadata),
                 **({"title": doc.title} if doc.title else {}),
+                **self.extra_metadata,
             },
             chunking_fingerprint=self.chunking_fingerprint,
         )
+
+    def _unchanged_documents(self, ctx: _FileContext, file_hash: str) -> int | None:
+        """The recorded documents of a file that needs no parsing (same bytes, same settings), else None.
+
+        With extra metadata, the file's recorded documents must hold it already (else it is parsed to record it).
+        """
+        if ctx.known is None or ctx.known[0] != file_hash or ctx.force or ctx.rechunk:
+            return None
+        if self.extra_metadata:
+            docs = self.store.documents_of_file(ctx.user_id, ctx.set_id, ctx.uri)
+            if any(d.metadata.get(k) != v for d in docs for k, v in self.extra_metadata.items()):
+                return None
+        return ctx.known[1]
 
     def _stage_document(
         self,
