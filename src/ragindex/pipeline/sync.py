@@ -263,6 +263,7 @@ class SourceSync:
         bucket = bucket_of(user_id, self.bucket_count)
         failures = FailureLog(self.store, self.kinds, report.failures)
         touched: list[Touched] = []
+        relabels: list[tuple[int, dict[str, Any], str]] = []  # records whose metadata alone changed
         per_file: dict[str, dict[str, int]] = {}
         parser = self.parser or IsolatedParser(
             self.loaders, timeout=self.limits.parse_timeout_seconds, memory_mb=self.limits.parse_memory_mb
@@ -280,6 +281,9 @@ class SourceSync:
                 )
                 if unchanged:
                     counts = {"unchanged": 1}
+                elif old is not None and (relabel := self._relabelled(item, old)) is not None:
+                    relabels.append(relabel)
+                    counts = {"changed": 1}
                 else:
                     ctx = _FileContext(item.uri, None, False, False, user_id, set_id, bucket, job_id)
                     counts = self._upsert_record(item, old, ctx, parser, failures, report, touched)
@@ -293,12 +297,30 @@ class SourceSync:
             if parser is not self.parser:
                 parser.close()
         report.stage_ms["chunking"] = (time.perf_counter() - t_chunking) * 1000
+        self.store.relabel_documents(relabels)
         self._purge_set(user_id, set_id, report)
         self._index_set(user_id, set_id, touched, job_id, report, failures, per_file)
         if report.files is not None:
             report.files += file_outcomes(per_file, report.failures)
         report.duration_ms = (time.perf_counter() - started) * 1000
         return report
+
+    def _relabelled(self, item: CheckedRecord, old: DocumentRow) -> tuple[int, dict[str, Any], str] | None:
+        """``(doc_id, metadata, record hash)`` when only the record's metadata changed, else None.
+
+        Its text, title and chunking are the recorded ones, so its rows stay as they are and only its copies'
+        payloads are rewritten: no parse, no chunking, no row diff, one statement for the whole batch.
+        """
+        record = item.record
+        if record.text is None and record.markdown is None:  # a file must be parsed, chunks carry their own fields
+            return None
+        if old.status != RunStatus.SUCCESS or old.chunking_fingerprint != self.chunking_fingerprint:
+            return None
+        doc = record_document(item)
+        metadata = {**item.metadata, **({"title": doc.title} if doc.title else {})}
+        if sha256_text(doc.text) != old.content_hash or metadata.get("title") != old.metadata.get("title"):
+            return None  # a new title changes the chunks' context lines
+        return old.doc_id, metadata, item.record_hash
 
     def _upsert_record(
         self,
@@ -719,11 +741,12 @@ class SourceSync:
         report.chunks["reused"] += reused
         # documents indexed now without being re-parsed (a resumed run) get a run that skipped chunking
         parsed = {t.doc_id for t in touched}
-        for doc_id in sorted({d for r in results.values() for d in r.time_by_doc_ms} - parsed):
-            run_id = self._start_run(doc_id, job_id)
-            self.store.set_stage(run_id, Stage.LOADING, RunStatus.SKIPPED)
-            self.store.set_stage(run_id, Stage.CHUNKING, RunStatus.SKIPPED)
-            touched.append(Touched(doc_id=doc_id, run_id=run_id, chunk_count=0, chunking_ms=0.0))
+        unparsed = sorted({d for r in results.values() for d in r.time_by_doc_ms} - parsed)
+        kinds = self.kinds
+        runs = self.store.start_index_runs(
+            unparsed, job_id=job_id, bm25=VectorKind.BM25 in kinds, sparse=VectorKind.SPARSE in kinds
+        )
+        touched += (Touched(doc_id=d, run_id=runs[d], chunk_count=0, chunking_ms=0.0) for d in unparsed)
         for item, stage, error in finish_runs(self.store, self.kinds, touched, results):
             if item.outcome is None:  # not parsed by this run: look up where it comes from
                 row = self.store.get_document(item.doc_id)

@@ -128,6 +128,12 @@ class ParsedDocumentStore(Protocol):
 class RunStore(Protocol):
     """Pipeline runs: one per document version, with per-stage status and durations."""
 
+    def start_index_runs(
+        self, doc_ids: Sequence[int], *, job_id: str | None = None, sparse: bool = False, bm25: bool = True
+    ) -> dict[int, int]:
+        """Open runs with loading and chunking SKIPPED for documents indexed without being parsed; doc -> run id."""
+        ...
+
     def start_run(self, doc_id: int, *, job_id: str | None = None, sparse: bool = False, bm25: bool = True) -> int:
         """Open a run; every stage PENDING (SKIPPED for disabled kinds)."""
         ...
@@ -468,6 +474,10 @@ class MetadataFieldStore(Protocol):
 
     def document_metadata(self, doc_ids: Sequence[int]) -> dict[int, Mapping[str, Any]]:
         """doc_id -> the document's metadata."""
+        ...
+
+    def relabel_documents(self, changes: Sequence[tuple[int, Mapping[str, Any], str]]) -> int:
+        """New metadata and file hash for documents whose text is unchanged, their copies back to PENDING (one tx)."""
         ...
 
 

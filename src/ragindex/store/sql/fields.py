@@ -9,16 +9,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ragindex.clock import utcnow
 from ragindex.hashing import sha256_text
 from ragindex.store import schema
 from ragindex.store.records import DocumentRow
-from ragindex.store.sql.core import SqlCore, batches
+from ragindex.store.sql.core import CH, KINDS, SqlCore, batches, status_col
 from ragindex.store.sql.rows import doc_row
-from ragindex.store.states import Lifecycle
+from ragindex.store.states import IndexStatus, Lifecycle
 
 F = schema.metadata_fields.c
 DOC = schema.documents.c
@@ -79,3 +79,31 @@ class SqlMetadataFields(SqlCore):
                 for doc_id, meta in conn.execute(select(DOC.doc_id, DOC.metadata).where(DOC.doc_id.in_(part))):
                     out[int(doc_id)] = meta or {}
         return out
+
+    def relabel_documents(self, changes: Sequence[tuple[int, Mapping[str, Any], str]]) -> int:
+        """Give documents new metadata (and file hash) and send all their copies back to PENDING, in one transaction.
+
+        ``changes``: ``(doc_id, metadata, file_hash)`` of documents whose text and chunks are unchanged. Their rows
+        are kept as they are; only their copies' payloads are stale, so the indexer rewrites them (the dense vectors
+        come from the embedding cache). Returns the number of rows requeued.
+        """
+        if not changes:
+            return 0
+        now = utcnow()
+        requeued = 0
+        with self._tx() as conn:
+            conn.execute(
+                update(schema.documents)
+                .where(DOC.doc_id == bindparam("b_doc_id"))
+                .values(metadata=bindparam("b_metadata"), file_hash=bindparam("b_file_hash"), updated_at=now),
+                [{"b_doc_id": d, "b_metadata": dict(m), "b_file_hash": h} for d, m, h in changes],
+            )
+            for part in batches([d for d, _m, _h in changes]):
+                for kind in KINDS:
+                    status = status_col(kind)
+                    requeued += conn.execute(
+                        update(schema.chunks)
+                        .where(CH.doc_id.in_(part), CH.lifecycle_status == Lifecycle.ACTIVE, status.is_not(None))
+                        .values({status.key: IndexStatus.PENDING, f"{kind}_claim": None, "attempts": 0})
+                    ).rowcount
+        return requeued

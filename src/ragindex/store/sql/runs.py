@@ -31,6 +31,25 @@ class SqlRuns(SqlCore):
         with self._tx() as conn:
             return insert_run(conn, doc_id, job_id=job_id, enabled=enabled, now=utcnow(), owner_id=self.owner_id)
 
+    def start_index_runs(
+        self, doc_ids: Sequence[int], *, job_id: str | None = None, sparse: bool = False, bm25: bool = True
+    ) -> dict[int, int]:
+        """Open runs whose loading and chunking are SKIPPED (documents indexed without being parsed), in one tx.
+
+        Returns doc_id -> run_id.
+        """
+        enabled: set[str] = {
+            VectorKind.DENSE,
+            *([VectorKind.BM25] if bm25 else []),
+            *([VectorKind.SPARSE] if sparse else []),
+        }
+        now = utcnow()
+        with self._tx() as conn:
+            return {
+                d: insert_run(conn, d, job_id=job_id, enabled=enabled, now=now, owner_id=self.owner_id, parsed=False)
+                for d in doc_ids
+            }
+
     def index_outcomes(self, doc_ids: Sequence[int], kinds: Sequence[str]) -> dict[int, dict[str, str | None]]:
         """Per document: for each kind, None if every ACTIVE chunk is SUCCESS, else the first error seen.
 
@@ -60,13 +79,17 @@ class SqlRuns(SqlCore):
         if not outcomes:
             return
         now = utcnow()
+        by_columns: dict[tuple[str, ...], list[dict[str, Any]]] = {}  # one executemany per set of columns written
+        for item in outcomes:
+            values = _closed(item["status"], item["failed_stage"], item["error"], item["total_ms"], now)
+            for stage, (status, duration) in item["stages"].items():
+                values[f"{stage}_status"] = status
+                values[f"{stage}_ms"] = duration
+            by_columns.setdefault(tuple(values), []).append({"b_run_id": item["run_id"], **values})
         with self._tx() as conn:
-            for item in outcomes:
-                values = _closed(item["status"], item["failed_stage"], item["error"], item["total_ms"], now)
-                for stage, (status, duration) in item["stages"].items():
-                    values[f"{stage}_status"] = status
-                    values[f"{stage}_ms"] = duration
-                conn.execute(update(schema.pipeline_runs).where(RUN.run_id == item["run_id"]).values(**values))
+            for columns, rows in by_columns.items():
+                statement = update(schema.pipeline_runs).where(RUN.run_id == bindparam("b_run_id"))
+                conn.execute(statement.values({c: bindparam(c) for c in columns}), rows)
             conn.execute(
                 update(schema.documents)
                 .where(DOC.doc_id == bindparam("b_doc_id"))
@@ -118,20 +141,31 @@ class SqlRuns(SqlCore):
 
 
 def insert_run(
-    conn: Connection, doc_id: int, *, job_id: str | None, enabled: set[str], now: datetime, owner_id: str | None
+    conn: Connection,
+    doc_id: int,
+    *,
+    job_id: str | None,
+    enabled: set[str],
+    now: datetime,
+    owner_id: str | None,
+    parsed: bool = True,
 ) -> int:
-    """Open a run inside the caller's transaction (run by claim owner ``owner_id``); disabled kinds are SKIPPED."""
+    """Open a run inside the caller's transaction (run by claim owner ``owner_id``); disabled kinds are SKIPPED.
+
+    ``parsed=False``: a run that only indexes (its loading and chunking SKIPPED: a resumed or relabelled document).
+    """
 
     def pending_if_enabled(kind: VectorKind) -> RunStatus:
         return RunStatus.PENDING if kind in enabled else RunStatus.SKIPPED
 
+    before = RunStatus.PENDING if parsed else RunStatus.SKIPPED
     result = conn.execute(
         insert(schema.pipeline_runs).values(
             doc_id=doc_id,
             job_id=job_id,
             status=RunStatus.PROCESSING,
-            loading_status=RunStatus.PENDING,
-            chunking_status=RunStatus.PENDING,
+            loading_status=before,
+            chunking_status=before,
             dense_status=RunStatus.PENDING,
             bm25_status=pending_if_enabled(VectorKind.BM25),
             sparse_status=pending_if_enabled(VectorKind.SPARSE),
