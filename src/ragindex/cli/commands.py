@@ -44,6 +44,45 @@ def ingest(
     _resume: Annotated[
         bool, typer.Option("--resume", hidden=True, help="Ignored: failed documents are always parsed again.")
     ] = False,
+    metadata: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metadata",
+            help="KEY=VALUE given to every document (repeatable): a JSON number, boolean or string is that value "
+            "(year=2024 is a number), anything else the text as given. Over the fields derived from the file.",
+        ),
+    ] = None,
+    as_records: Annotated[
+        bool,
+        typer.Option(
+            "--as-records",
+            help="Upsert each record of the .jsonl/.ndjson/.json files under its own key (Engine.upsert) instead of "
+            "syncing the files. Implied by --key-field, --text-field, --title-field and --metadata-fields.",
+        ),
+    ] = False,
+    key_field: Annotated[
+        str | None, typer.Option("--key-field", help="Records: the field holding each record's key. Default: _id.")
+    ] = None,
+    text_field: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--text-field",
+            help="Records: the field(s) holding the text, joined by a blank line (repeatable or comma-separated). "
+            "Default: title,text.",
+        ),
+    ] = None,
+    title_field: Annotated[
+        str | None,
+        typer.Option("--title-field", help="Records: the field holding the title ('' for none). Default: title."),
+    ] = None,
+    metadata_fields: Annotated[
+        str | None,
+        typer.Option(
+            "--metadata-fields",
+            help="Records: the fields kept as metadata, comma-separated. Default: every other field holding a "
+            "string, a number or a boolean.",
+        ),
+    ] = None,
     as_json: Json = False,
 ) -> None:
     """Sync files and folders into a set: unchanged files are skipped, only new chunks are embedded.
@@ -52,9 +91,25 @@ def ingest(
     "failures" in --json), everything else is indexed. A file that fails (unreadable, unparsable, binary,
     over a limit) is a FAILED document, and the next ingest parses it again. Ctrl-C or SIGTERM stops after
     the current file or batch: exit code 130 or 143, and the same command finishes the work.
+
+    Records (--as-records, or any of --key-field, --text-field, --title-field, --metadata-fields): each object of
+    the given .jsonl/.ndjson/.json files is upserted as a record named by its key (not <path>#<id>), so the same
+    key from another file or an API call updates the same document; records missing from the file are kept (delete
+    them with `ragindex delete --key`). The defaults read BEIR's corpus.jsonl. A line that cannot be a record fails
+    alone (exit code 8); a metadata value whose type disagrees with another record's or with the set's is exit
+    code 2 before anything is written. Without these options a records file is synced as a file: its documents are
+    <path>#<id> and records removed from it are removed.
     """
+    records_mode = as_records or any(
+        option is not None for option in (key_field, text_field, title_field, metadata_fields)
+    )
 
     def body() -> IngestReport:
+        from ragindex.cli.record_ingest import parse_metadata_options
+
+        extra = parse_metadata_options(metadata)
+        if records_mode:
+            return _ingest_records(paths, extra, user_id=user_id, set_id=set_id)
         options: dict[str, Any] = {
             "user_id": user_id,
             "set_id": set_id,
@@ -62,6 +117,7 @@ def ingest(
             "keep_missing": keep_missing,
             "allow_mass_delete": allow_mass_delete,
             "exclude": _blob_dir(),
+            "metadata": extra or None,
         }
         with engine_for(chunker=chunker) as engine, stops.safe_points():
             if as_json:
@@ -71,6 +127,30 @@ def ingest(
             with _IngestProgress() as progress:
                 report = engine.ingest(paths, **options, progress=progress.update)
             console.print(ingest_table(report), soft_wrap=True)  # one line per failure, whatever its length
+        return report
+
+    def _ingest_records(given: list[str], extra: dict[str, Any], *, user_id: int, set_id: int) -> IngestReport:
+        from ragindex.cli.record_ingest import ingest_records, record_fields
+
+        sync_only = {"--full": full, "--keep-missing": keep_missing, "--allow-mass-delete": allow_mass_delete}
+        if given_sync := [name for name, on in sync_only.items() if on]:
+            raise InputError(f"{', '.join(given_sync)} syncs files; it does not go with --as-records")
+        fields = record_fields(key_field, text_field, title_field, metadata_fields)
+        with engine_for(chunker=chunker) as engine, stops.safe_points():
+            report = ingest_records(
+                engine,
+                given,
+                fields,
+                metadata=extra,
+                user_id=user_id,
+                set_id=set_id,
+                progress=lambda _event, _data: stops.checkpoint(),
+                checkpoint=stops.checkpoint,
+            )
+        if as_json:
+            emit_json(report.to_dict())
+        else:
+            console.print(ingest_table(report), soft_wrap=True)
         return report
 
     report = guarded(body)
@@ -204,12 +284,22 @@ def search(
             "the other sources and name the failed one). Default: RAGINDEX_RECALL_ON_SOURCE_ERROR.",
         ),
     ] = None,
+    filter: Annotated[
+        str | None,
+        typer.Option(
+            "--filter",
+            help='Only chunks whose metadata matches this JSON filter, e.g. \'{"year": {"$gte": 2020}, "lang": "en"}\' '
+            "($eq $ne $gt $gte $lt $lte $in $nin $exists $contains $and $or $not). A bad filter is exit code 2.",
+        ),
+    ] = None,
     as_json: Json = False,
 ) -> None:
     """Search a set; hits carry per-source scores and ranks and the latency of each phase.
 
     With --on-source-error degrade, a source that fails is left out: the output names it (under "degraded" in
     --json) and the exit code stays 0; when every source fails, the error's exit code (5: encoder, 4: index).
+    --filter narrows the search to chunks whose metadata matches (docs/records-and-filters.md); a filter that is
+    not valid JSON, names an unknown field or compares a field with a value of another type is exit code 2.
     """
 
     def body() -> None:
@@ -229,6 +319,7 @@ def search(
                 group_by=group_by,
                 sources=sources,
                 on_source_error=on_source_error,
+                filter=filter,
             )
         if as_json:
             emit_json(result.to_dict())

@@ -10,10 +10,10 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from ragindex.cli.app import app, console, emit_json, engine_for, guarded
+from ragindex.cli.app import app, console, emit_json, engine_for, guarded, say
 from ragindex.cli.render import cell
 from ragindex.cli.signals import stops
-from ragindex.errors import EXIT_PARTIAL, InputError
+from ragindex.errors import EXIT_PARTIAL, InputError, NotFoundError
 
 Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 ChunkIds = Annotated[list[str] | None, typer.Option("--chunk-id", help="Chunk id (repeatable, or comma separated).")]
@@ -140,24 +140,40 @@ def delete(
     source: Annotated[
         Path | None, typer.Option("--source", help="Delete the documents of this file, or of every file under it.")
     ] = None,
-    user_id: Annotated[int, typer.Option("--user-id", help="Tenant of --source (and scope of --doc-id).")] = 1,
-    set_id: Annotated[int, typer.Option("--set-id", help="Document set of --source.")] = 1,
+    key: Annotated[
+        list[str] | None,
+        typer.Option("--key", help="Delete the document with this key: a record's key or a file's path (repeatable)."),
+    ] = None,
+    user_id: Annotated[int, typer.Option("--user-id", help="Tenant of --source and --key (scope of --doc-id).")] = 1,
+    set_id: Annotated[int, typer.Option("--set-id", help="Document set of --source and --key.")] = 1,
     as_json: Json = False,
 ) -> None:
-    """Delete by --doc-id N, --chunk-id ID... or --source PATH: gone from search at once, then purged from the index.
+    """Delete by --doc-id N, --chunk-id ID..., --source PATH or --key K...: gone from search at once, then purged.
 
     A purge that fails is retried by `ragindex repair` (the chunks are already out of search): exit code 8.
+    --key deletes the documents its keys name, and when a key names nothing (never upserted, or deleted already)
+    says so and exits with code 7 (not found, like --source and --doc-id); --json lists such keys under "missing".
     """
     ids = _ids(chunk_id)
+    keys = list(key or [])
 
-    def body() -> bool:
-        mode = _exactly_one({"--doc-id": doc_id is not None, "--chunk-id": bool(ids), "--source": source is not None})
+    def body() -> int:
+        mode = _exactly_one(
+            {
+                "--doc-id": doc_id is not None,
+                "--chunk-id": bool(ids),
+                "--source": source is not None,
+                "--key": bool(keys),
+            }
+        )
         with engine_for() as engine:
             if mode == "--doc-id":
                 assert doc_id is not None
                 result = engine.delete_document(doc_id, user_id=user_id)
             elif mode == "--chunk-id":
                 result = engine.delete_chunks(ids)
+            elif mode == "--key":
+                result = engine.delete(keys=keys, user_id=user_id, set_id=set_id)
             else:
                 assert source is not None
                 result = engine.delete_source(source, user_id=user_id, set_id=set_id)
@@ -165,10 +181,18 @@ def delete(
             emit_json(result.to_dict())
         else:
             _show(f"delete {mode}", result.to_dict())
-        return result.ok
+        if not result.ok:
+            return EXIT_PARTIAL
+        if result.missing:
+            listed = ", ".join(repr(k) for k in result.missing[:10])
+            more = f" and {len(result.missing) - 10} more" if len(result.missing) > 10 else ""
+            say(f"not found: no document of user {user_id}, set {set_id} has the key {listed}{more}", "yellow")
+            return NotFoundError.exit_code
+        return 0
 
-    if not guarded(body):
-        raise typer.Exit(EXIT_PARTIAL)
+    code = guarded(body)
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command("update-chunk")

@@ -1,15 +1,23 @@
-"""Record files (``.json``, ``.jsonl``, ``.ndjson``): one document per record, BEIR ``corpus.jsonl`` style."""
+"""Record files (``.json``, ``.jsonl``, ``.ndjson``): one document per record, BEIR ``corpus.jsonl`` style.
+
+Two readings: :class:`RecordsLoader` makes a file's documents (``<path>#<id>``, synced with the file), and
+:func:`read_record_file` makes :class:`~ragindex.records.Record` objects named by their own key, for
+``Engine.upsert`` (``ragindex ingest --as-records``).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Iterator, Sequence
-from dataclasses import replace
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ragindex.errors import DocumentLoadError
 from ragindex.loaders._decode import decode_text, refuse_binary
+from ragindex.metadata import MetadataError, normalise
+from ragindex.records import Record, RecordError
 from ragindex.types import Document
 
 _LINE_SUFFIXES = (".jsonl", ".ndjson")
@@ -208,3 +216,133 @@ def _json_document(path: Path, text: str) -> list[tuple[str, dict[str, Any] | st
         problem = f"{where} is {type(item).__name__}, expected a JSON object"
         records.append((where, item if isinstance(item, dict) else problem))
     return records
+
+
+RECORD_SUFFIXES = RecordsLoader.suffixes
+_SCALARS = (str, int, float, bool)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordFields:
+    """Which fields of a records file's objects make a record's key, text, title and metadata.
+
+    The defaults read BEIR's ``corpus.jsonl`` (``{"_id", "title", "text", "metadata"}``).
+
+    Args:
+        key: The field holding the record's key (a string or a number; a number's key is its JSON spelling).
+        text: Fields joined by a blank line to form the text (non-string values are JSON-encoded).
+        title: The field holding the title (a non-blank string), or None for no title.
+        metadata: Fields kept as metadata, as given; None keeps every other field whose value is a string, a
+            number or a boolean (not the key, text or title fields; objects, lists and nulls are left out).
+    """
+
+    key: str = "_id"
+    text: tuple[str, ...] = ("title", "text")
+    title: str | None = "title"
+    metadata: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            raise ValueError("the key field must be named")
+        if not self.text:
+            raise ValueError("name at least one text field")
+
+
+@dataclass(slots=True)
+class RecordFile:
+    """What :func:`read_record_file` read: the records, the objects that failed alone, the ones without text."""
+
+    path: Path
+    records: list[Record] = dataclasses.field(default_factory=list)
+    where: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Each record's place in the file (``line 7``, ``item 3``), by key."""
+    failures: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    """``(where, problem)`` of each object that cannot be a record (the problem starts with the file's name)."""
+    skipped: list[str] = dataclasses.field(default_factory=list)
+    """Keys of the records without any non-empty text field."""
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+
+def read_record_file(
+    path: Path, data: bytes, fields: RecordFields = RecordFields(), *, metadata: Mapping[str, Any] | None = None
+) -> RecordFile:
+    """Read a ``.jsonl``/``.ndjson`` (one object per line) or ``.json`` (an object or a list) file as records.
+
+    An object that cannot be a record fails alone, like a bad line of :class:`RecordsLoader`: invalid JSON, not an
+    object, no key or a key that is not a string or a number, a key given twice in the file, a key or a metadata
+    value that breaks a rule of :mod:`ragindex.records` / :mod:`ragindex.metadata`. Metadata types are not checked
+    against each other here: the upsert checks the whole batch against the set's field types.
+
+    Args:
+        path: The file (named in the messages; its suffix tells lines from a JSON document).
+        data: Its bytes.
+        fields: Which fields make the key, text, title and metadata.
+        metadata: Fields given to every record, over its own.
+
+    Raises:
+        DocumentLoadError: Binary bytes, a ``.json`` file that is not valid JSON or not an object or a list, or a
+            file where no object can be read at all (with the first problem).
+    """
+    refuse_binary(path, data)
+    text, notes = decode_text(data, path)
+    out = RecordFile(path, notes=list(notes))
+    lines = path.suffix.lower() in _LINE_SUFFIXES
+    items = list(_json_lines(path, text)) if lines else _json_document(path, text)
+    if items and all(isinstance(item, str) for _where, item in items):
+        raise _bad_file(path, str(items[0][1]))
+    for where, item in items:
+        record = item if isinstance(item, str) else _record(where, item, fields, metadata or {})
+        if isinstance(record, str):
+            out.failures.append((where, f"{path.name}: {record}"))
+        elif record is None:
+            out.skipped.append(str(item[fields.key]) if isinstance(item, dict) else where)
+        elif record.key in out.where:
+            problem = f"{where}: duplicate record key {record.key!r} (first at {out.where[record.key]})"
+            out.failures.append((where, f"{path.name}: {problem}"))
+        else:
+            out.records.append(record)
+            out.where[record.key] = where
+    if out.skipped:
+        listed = ", ".join(repr(k) for k in out.skipped[:_MAX_LISTED_IDS])
+        more = f" and {len(out.skipped) - _MAX_LISTED_IDS} more" if len(out.skipped) > _MAX_LISTED_IDS else ""
+        out.notes.append(
+            f"{len(out.skipped)} record(s) skipped without any non-empty text field {list(fields.text)}: {listed}{more}"
+        )
+    return out
+
+
+def _record(where: str, item: dict[str, Any], fields: RecordFields, extra: Mapping[str, Any]) -> Record | str | None:
+    """The record of one object; its problem (``line 7: ...``); None when it has no text."""
+    key = item.get(fields.key)
+    if key is None or key == "":
+        return f"{where}: no record key (field {fields.key!r})"
+    if isinstance(key, bool) or not isinstance(key, str | int | float):
+        return f"{where}: record key field {fields.key!r} must be a string or a number"
+    key = key if isinstance(key, str) else json.dumps(key)
+    parts = []
+    for name in fields.text:
+        value = item.get(name)
+        if value is None or value in ("", [], {}):
+            continue
+        part = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        if part.strip():
+            parts.append(part.strip())
+    if not parts:
+        return None
+    title = item.get(fields.title) if fields.title else None
+    if fields.metadata is not None:
+        own = {name: item[name] for name in fields.metadata if name in item}
+    else:
+        taken = {fields.key, *fields.text, fields.title}
+        own = {k: v for k, v in item.items() if k not in taken and isinstance(v, _SCALARS)}
+    try:
+        record = Record(
+            key=key,
+            text="\n\n".join(parts),
+            title=title.strip() if isinstance(title, str) and title.strip() else None,
+            metadata={**own, **extra},
+        )
+        normalise(record.metadata)  # a value no field can hold fails this record alone; types are the batch's
+    except (RecordError, MetadataError) as exc:
+        return f"{where}: {exc.message}"
+    return record
