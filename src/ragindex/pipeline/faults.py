@@ -30,6 +30,7 @@ POINTS = (
     "sparse.after_index_write",
     "sparse.before_mark_success",
     "chunking.after_truth_write",
+    "relabel.after_truth_write",
     "purge.after_index_delete",
     "purge.before_index_delete",
 )

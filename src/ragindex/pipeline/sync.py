@@ -297,7 +297,10 @@ class SourceSync:
             if parser is not self.parser:
                 parser.close()
         report.stage_ms["chunking"] = (time.perf_counter() - t_chunking) * 1000
-        self.store.relabel_documents(relabels)
+        if relabels:
+            runs = self.store.relabel_documents(relabels, job_id=job_id, kinds=self.kinds)
+            faults.hit("relabel.after_truth_write")  # the new metadata is the truth, no copy carries it yet
+            touched += (Touched(doc_id=d, run_id=r, chunk_count=0, chunking_ms=0.0) for d, r in runs.items())
         self._purge_set(user_id, set_id, report)
         self._index_set(user_id, set_id, touched, job_id, report, failures, per_file)
         if report.files is not None:

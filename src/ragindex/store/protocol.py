@@ -476,8 +476,10 @@ class MetadataFieldStore(Protocol):
         """doc_id -> the document's metadata."""
         ...
 
-    def relabel_documents(self, changes: Sequence[tuple[int, Mapping[str, Any], str]]) -> int:
-        """New metadata and file hash for documents whose text is unchanged, their copies back to PENDING (one tx)."""
+    def relabel_documents(
+        self, changes: Sequence[tuple[int, Mapping[str, Any], str]], *, job_id: str | None, kinds: Sequence[str]
+    ) -> dict[int, int]:
+        """New metadata for documents whose text is unchanged, their copies PENDING, a run each; doc_id -> run_id."""
         ...
 
 

@@ -18,7 +18,8 @@ from ragindex.store import schema
 from ragindex.store.records import DocumentRow
 from ragindex.store.sql.core import CH, KINDS, SqlCore, batches, status_col
 from ragindex.store.sql.rows import doc_row
-from ragindex.store.states import IndexStatus, Lifecycle
+from ragindex.store.sql.runs import insert_run
+from ragindex.store.states import IndexStatus, Lifecycle, RunStatus
 
 F = schema.metadata_fields.c
 DOC = schema.documents.c
@@ -80,30 +81,44 @@ class SqlMetadataFields(SqlCore):
                     out[int(doc_id)] = meta or {}
         return out
 
-    def relabel_documents(self, changes: Sequence[tuple[int, Mapping[str, Any], str]]) -> int:
-        """Give documents new metadata (and file hash) and send all their copies back to PENDING, in one transaction.
+    def relabel_documents(
+        self, changes: Sequence[tuple[int, Mapping[str, Any], str]], *, job_id: str | None, kinds: Sequence[str]
+    ) -> dict[int, int]:
+        """New metadata and file hash for documents, their copies back to PENDING and a run each, in one transaction.
 
         ``changes``: ``(doc_id, metadata, file_hash)`` of documents whose text and chunks are unchanged. Their rows
-        are kept as they are; only their copies' payloads are stale, so the indexer rewrites them (the dense vectors
-        come from the embedding cache). Returns the number of rows requeued.
+        stay as they are; only their copies' payloads are stale, so the indexer rewrites them (the dense vectors come
+        from the embedding cache). Each document is PROCESSING with a run whose loading and chunking are SKIPPED,
+        settled when its copies are written; a process killed before that leaves a run that ``repair`` settles, as
+        it does a killed ingest's. Returns doc_id -> run_id.
         """
         if not changes:
-            return 0
+            return {}
         now = utcnow()
-        requeued = 0
         with self._tx() as conn:
             conn.execute(
                 update(schema.documents)
                 .where(DOC.doc_id == bindparam("b_doc_id"))
-                .values(metadata=bindparam("b_metadata"), file_hash=bindparam("b_file_hash"), updated_at=now),
+                .values(
+                    metadata=bindparam("b_metadata"),
+                    file_hash=bindparam("b_file_hash"),
+                    status=RunStatus.PROCESSING,
+                    error=None,
+                    updated_at=now,
+                ),
                 [{"b_doc_id": d, "b_metadata": dict(m), "b_file_hash": h} for d, m, h in changes],
             )
-            for part in batches([d for d, _m, _h in changes]):
+            doc_ids = [d for d, _m, _h in changes]
+            for part in batches(doc_ids):
                 for kind in KINDS:
                     status = status_col(kind)
-                    requeued += conn.execute(
+                    conn.execute(
                         update(schema.chunks)
                         .where(CH.doc_id.in_(part), CH.lifecycle_status == Lifecycle.ACTIVE, status.is_not(None))
                         .values({status.key: IndexStatus.PENDING, f"{kind}_claim": None, "attempts": 0})
-                    ).rowcount
-        return requeued
+                    )
+            enabled = set(kinds)
+            return {
+                d: insert_run(conn, d, job_id=job_id, enabled=enabled, now=now, owner_id=self.owner_id, parsed=False)
+                for d in doc_ids
+            }
