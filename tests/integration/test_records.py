@@ -18,6 +18,7 @@ from docx import Document as DocxDocument
 from dbkit import throwaway_database
 from ragindex import Engine, Record, RecordChunk, RecordError, Settings
 from ragindex.filters import FilterError
+from ragindex.index.routing import bucket_of
 
 pytestmark = pytest.mark.integration
 
@@ -236,3 +237,21 @@ def test_files_get_derived_metadata_to_filter_by(engine: Engine, tmp_path: Path)
         h.filename
         for h in engine.search("terns", user_id=1, set_id=1, filter={"modified": {"$gte": "2020-01-01"}}).hits
     } == {"notes.md", "log.txt"}
+
+
+def test_metadata_fields_get_payload_indexes_of_their_type(engine: Engine) -> None:
+    engine.upsert(RECORDS)
+    collection = engine.read_collection()
+    assert collection is not None
+    shard = engine.index._shard(collection, bucket_of(1, engine.settings.bucket_count))  # type: ignore[attr-defined]
+    schema = {key: str(info.data_type).rsplit(".")[-1].lower() for key, info in shard.info().payload_schema.items()}
+    assert {k: v for k, v in schema.items() if k.startswith("meta.")} == {
+        "meta.year": "float",
+        "meta.score": "float",
+        "meta.published": "float",
+        "meta.lang": "keyword",
+        "meta.tags": "keyword",
+        "meta.title": "keyword",
+        "meta.part": "keyword",
+        "meta.open": "integer",
+    }

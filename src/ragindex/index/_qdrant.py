@@ -61,6 +61,16 @@ def tenant_filter(models: Any, tenant: TenantFilter) -> Any:
     return models.Filter(must=must)
 
 
+FIELD_INDEX_KINDS = {
+    "string": "keyword",
+    "string_list": "keyword",
+    "number": "float",
+    "date": "float",
+    "boolean": "integer",
+}
+"""The payload index of each metadata field type (dates are epoch seconds, booleans 1/0 in the payload)."""
+
+
 def query_vector(models: Any, query: VectorQuery) -> Any:
     """The query's vector: a list of floats (dense) or a ``SparseVector`` of ``models``."""
     if query.dense is not None:

@@ -125,6 +125,13 @@ class VectorIndex(Protocol):
         """Merge ``payload`` into one point's payload."""
         ...
 
+    def ensure_field_indexes(self, collection: str, bucket: int, fields: Mapping[str, str]) -> None:
+        """Create the payload indexes the bucket lacks of metadata fields (name -> ``FieldType`` value).
+
+        Best effort: a filter is planned from the index where it exists, and works (slower) without it.
+        """
+        ...
+
     def search(
         self, collection: str, bucket: int, query: VectorQuery, tenant: TenantFilter, **options: Unpack[SearchOptions]
     ) -> ScoredIds:

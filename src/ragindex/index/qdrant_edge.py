@@ -46,6 +46,7 @@ class QdrantEdgeIndex(QdrantSearch):
         self._q = qdrant_edge
         self.root = root
         self._shards: dict[str, Any] = {}
+        self._field_indexes: set[tuple[str, str]] = set()  # (shard, payload key) known to have its index
         self._lock = threading.RLock()
         self._own_lock = ownership is None
         self.ownership = ownership or IndexOwnership(root)
@@ -86,6 +87,33 @@ class QdrantEdgeIndex(QdrantSearch):
                 raise IndexBackendError(f"cannot open Edge shard {path}: {exc}", backend="edge") from exc
             self._shards[name] = shard
             return shard
+
+    def ensure_field_indexes(self, collection: str, bucket: int, fields: Mapping[str, str]) -> None:
+        """Create the keyword, float or integer payload index of each metadata field the shard lacks."""
+        from ragindex.filters import payload_key
+
+        name = physical_name(collection, bucket)
+        wanted = {payload_key(f): _qdrant.FIELD_INDEX_KINDS[kind] for f, kind in fields.items()}
+        if all((name, key) in self._field_indexes for key in wanted):
+            return
+        shard = self._shard(collection, bucket)
+        if shard is None:
+            return
+        q = self._q
+        with self._lock:
+            try:
+                existing = set(shard.info().payload_schema)
+                for key, kind in wanted.items():
+                    if key not in existing:
+                        params = {
+                            "keyword": q.KeywordIndexParams,
+                            "float": q.FloatIndexParams,
+                            "integer": lambda: q.IntegerIndexParams(lookup=True, range=False),
+                        }[kind]()
+                        shard.update(q.UpdateOperation.create_field_index(key, params))
+                    self._field_indexes.add((name, key))
+            except Exception as exc:  # a filter still works without its index: slower, never wrong
+                log.warning("cannot create the payload indexes of %s in %s: %s", sorted(wanted), name, exc)
 
     def _config(self, dim: int) -> Any:
         q = self._q

@@ -128,6 +128,7 @@ class QdrantServerIndex(QdrantSearch, Closing):
         self._local = path is not None
         self._where = f"local Qdrant at {path}" if path is not None else f"Qdrant server at {url}"
         self._known: set[str] = set()
+        self._field_indexes: set[tuple[str, str]] = set()  # (collection, payload key) known to have its index
         self._lock = threading.RLock()
         self._closed = False
         if path is not None:
@@ -263,6 +264,35 @@ class QdrantServerIndex(QdrantSearch, Closing):
             self._call(f"creating collection {name}", create)
             self._known.add(name)
             return name
+
+    def ensure_field_indexes(self, collection: str, bucket: int, fields: Mapping[str, str]) -> None:
+        """Create the keyword, float or integer payload index of each metadata field the collection lacks."""
+        from qdrant_client import models
+
+        from ragindex.filters import payload_key
+
+        name = physical_name(collection, bucket)
+        wanted = {payload_key(f): _qdrant.FIELD_INDEX_KINDS[kind] for f, kind in fields.items()}
+        if self._local or all((name, key) in self._field_indexes for key in wanted):
+            return  # local mode ignores payload indexes (and warns about each)
+        schemas: dict[str, models.PayloadSchemaType | models.IntegerIndexParams] = {
+            "keyword": models.PayloadSchemaType.KEYWORD,
+            "float": models.PayloadSchemaType.FLOAT,
+            "integer": models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=True, range=False),
+        }
+        client = self._client
+
+        def create() -> None:
+            existing = set(client.get_collection(name).payload_schema)
+            for key, kind in wanted.items():
+                if key not in existing:
+                    client.create_payload_index(name, key, field_schema=schemas[kind], wait=True)
+                self._field_indexes.add((name, key))
+
+        try:
+            self._call(f"indexing the metadata fields of {name}", create)
+        except IndexBackendError as exc:  # a filter still works without its index: slower, never wrong
+            log.warning("cannot create the payload indexes of %s in %s: %s", sorted(wanted), name, exc)
 
     def drop_collection(self, collection: str, bucket_count: int) -> None:
         """Delete every bucket collection of a logical collection (missing ones are skipped)."""

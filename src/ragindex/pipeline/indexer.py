@@ -211,6 +211,7 @@ class Indexer:
             )
         for bucket, points in by_bucket.items():
             self.index.upsert_dense(self.collection, bucket, points)
+        self._index_fields(meta, batch)
         faults.hit("dense.after_index_write")
         return [r for r in batch if r.chunk_id in held]
 
@@ -233,10 +234,17 @@ class Indexer:
                 updates[row.bucket_id][row.chunk_id] = vector
         for bucket, points in owned.items():
             self.index.upsert_sparse(self.collection, bucket, kind, points, dense_dim=self._dense_dim())
+        self._index_fields(meta, [r for r in batch if r.owns_point(kind)])
         for bucket, items in updates.items():
             self.index.update_sparse(self.collection, bucket, kind, items)
         faults.hit(f"{kind}.after_index_write")
         return [r for r in batch if r.chunk_id in held]
+
+    def _index_fields(self, meta: PayloadMetadata, rows: Sequence[ChunkRow]) -> None:
+        """The payload indexes of the metadata fields of the buckets just written (once per bucket and field)."""
+        for bucket, types in {r.bucket_id: meta.types_of(r) for r in rows}.items():
+            if types:
+                self.index.ensure_field_indexes(self.collection, bucket, types)
 
     def _dense_dim(self) -> int:
         """The dense size of the collection (from its metadata; the encoder's only for a collection without one)."""

@@ -45,6 +45,10 @@ class PayloadMetadata:
         self._docs = store.document_metadata([r.doc_id for r in rows])
         self._types = {tenant: store.field_types(*tenant) for tenant in {(r.user_id, r.set_id) for r in rows}}
 
+    def types_of(self, row: ChunkRow) -> Mapping[str, str]:
+        """The field types of ``row``'s set."""
+        return self._types[(row.user_id, row.set_id)]
+
     def of(self, row: ChunkRow) -> dict[str, Any]:
         """The payload ``meta`` of ``row``: its filterable fields, dates as epoch seconds."""
         types = self._types[(row.user_id, row.set_id)]
