@@ -69,7 +69,7 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
         yield eng
 
 
-def keys(engine: Engine, *, filter: Any = None, mode: str = "hybrid", query: str = QUERY) -> list[str]:  # noqa: A002
+def keys(engine: Engine, *, filter: Any = None, mode: str = "hybrid", query: str = QUERY) -> list[str]:
     hits = engine.search(query, user_id=1, set_id=1, mode=mode, top_k=20, filter=filter).hits
     return sorted({h.source for h in hits})
 
@@ -85,7 +85,8 @@ def test_records_of_every_content_are_searchable_when_the_upsert_returns(engine:
     [tide] = engine.search("spring tides moon", user_id=1, set_id=1, mode="bm25", top_k=1).hits
     assert tide.source == "upstream-file-77" and tide.metadata["part"] == "a" and tide.metadata["year"] == 2020
     chunks = engine.document(tide.doc_id, chunks=True).chunks
-    assert [c.content for c in chunks if c.unit == "chunk"] == [c["text"] for c in RECORDS[3]["chunks"]], "indexed as given, in order"
+    given = [c["text"] for c in RECORDS[3]["chunks"]]
+    assert [c.content for c in chunks if c.unit == "chunk"] == given, "indexed as given, in order"
     assert engine.verify().ok
 
 
