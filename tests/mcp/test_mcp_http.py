@@ -185,6 +185,7 @@ def test_search_cites_passages_without_the_servers_paths(running: Running) -> No
                 "get_document",
                 "get_chunk",
                 "ingest",
+                "upsert_records",
             ]
             found = data(await client.call_tool("search", {"query": QUESTION, "top_k": 2}))
             top = found["hits"][0]

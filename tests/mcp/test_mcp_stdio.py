@@ -43,7 +43,7 @@ def test_a_local_client_ingests_searches_and_reads_documents(tmp_path: Path, cor
     async def session() -> None:
         async with stdio_session(data_dir, log, "--user-id", "3") as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
-            assert list(tools) == ["search", "list_documents", "get_document", "get_chunk", "ingest"]
+            assert list(tools) == ["search", "list_documents", "get_document", "get_chunk", "ingest", "upsert_records"]
             assert tools["search"].input_schema["properties"]["mode"]["enum"] == ["hybrid", "dense", "bm25"]
             assert tools["search"].input_schema["additionalProperties"] is False
             assert tools["search"].annotations is not None and tools["search"].annotations.read_only_hint

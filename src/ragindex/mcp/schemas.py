@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from ragindex.paging import MAX_LIMIT
+from ragindex.records import MAX_BATCH, MAX_KEY_CHARS, MAX_RECORD_CHUNKS
 from ragindex.types import MAX_CONTEXT_CHARS
 
 MAX_ID = 2**63 - 1  # ids are BIGINT in the truth store
@@ -21,6 +22,8 @@ MAX_TOP_K = 50
 MAX_DOCUMENT_CHARS = 200_000
 """Most characters of a document's text ``get_document`` returns (a resource read returns all of it)."""
 MAX_INGEST_PATHS = 100
+MAX_RECORD_TEXT = 2_000_000
+"""Most characters of one record's text, markdown or chunk in a tool call."""
 MAX_LIST_RESOURCES = 200
 """Documents per page of ``resources/list`` (a client pages on with ``nextCursor``)."""
 
@@ -84,6 +87,13 @@ class SearchArgs(ToolArgs):
         description="Return at most one hit per section or per document (the others are listed under `merged`); "
         "use document to see which documents are relevant.",
     )
+    filter: dict[str, Any] | None = Field(
+        None,
+        description='Only passages whose metadata matches, e.g. {"year": {"$gte": 2020}, "lang": "en"} or '
+        '{"$or": [{"team": "search"}, {"tags": {"$in": ["faq"]}}]}. Operators: $eq $ne $gt $gte $lt $lte $in $nin '
+        "$exists $contains, combined with $and $or $not; a bare value means $eq; dates are ISO-8601 strings. "
+        "An unknown field is an error that lists the fields the set has.",
+    )
 
     @field_validator("mode")
     @classmethod
@@ -144,11 +154,52 @@ class IngestArgs(ToolArgs):
     )
 
 
+class RecordChunkArg(ToolArgs):
+    """One chunk cut by the caller."""
+
+    text: str = Field(min_length=1, max_length=MAX_RECORD_TEXT, description="The chunk's text.")
+    metadata: dict[str, Any] | None = Field(None, description="The chunk's own fields, over the record's.")
+
+
+class RecordArg(ToolArgs):
+    """One record of ``upsert_records``."""
+
+    key: str = Field(
+        min_length=1,
+        max_length=MAX_KEY_CHARS,
+        description="Your id of the document, unique in its set; the same key again updates it.",
+    )
+    text: str | None = Field(None, max_length=MAX_RECORD_TEXT, description="Plain text (chunked by the server).")
+    markdown: str | None = Field(None, max_length=MAX_RECORD_TEXT, description="Markdown (chunked by its headings).")
+    chunks: list[str | RecordChunkArg] | None = Field(
+        None, min_length=1, max_length=MAX_RECORD_CHUNKS, description="Passages already cut, indexed as given."
+    )
+    title: str | None = Field(None, max_length=1_000, description="The document's title.")
+    metadata: dict[str, Any] | None = Field(
+        None,
+        description="Filterable fields: strings, numbers, booleans, ISO-8601 dates or lists of strings "
+        '(e.g. {"year": 2024, "lang": "en", "tags": ["faq"]}); a field keeps the type it first had in the set.',
+    )
+
+
+class UpsertRecordsArgs(ToolArgs):
+    """Arguments of ``upsert_records``."""
+
+    records: list[RecordArg] = Field(
+        min_length=1,
+        max_length=MAX_BATCH,
+        description=f"The records to insert or update (at most {MAX_BATCH}); each has a key and exactly one of "
+        "text, markdown or chunks.",
+    )
+    set_id: PositiveId | None = Field(None, description="The set to write to; omit for the server's default set.")
+
+
 SEARCH = "search"
 LIST_DOCUMENTS = "list_documents"
 GET_DOCUMENT = "get_document"
 GET_CHUNK = "get_chunk"
 INGEST = "ingest"
+UPSERT_RECORDS = "upsert_records"
 
 ARGS: dict[str, type[ToolArgs]] = {
     SEARCH: SearchArgs,
@@ -156,6 +207,7 @@ ARGS: dict[str, type[ToolArgs]] = {
     GET_DOCUMENT: GetDocumentArgs,
     GET_CHUNK: GetChunkArgs,
     INGEST: IngestArgs,
+    UPSERT_RECORDS: UpsertRecordsArgs,
 }
 """Each tool's argument model, in the order ``tools/list`` gives them."""
 
@@ -165,6 +217,7 @@ TITLES = {
     GET_DOCUMENT: "Get a document",
     GET_CHUNK: "Get a passage",
     INGEST: "Ingest files",
+    UPSERT_RECORDS: "Add or update records",
 }
 
 DESCRIPTIONS = {
@@ -196,6 +249,13 @@ DESCRIPTIONS = {
         "ones re-indexed, and documents of files gone from a synced folder removed (unless keep_missing). Only "
         "available when the server runs locally over stdio; over HTTP it is refused. Returns counts of documents "
         "and chunks and the files that failed, with their errors."
+    ),
+    UPSERT_RECORDS: (
+        "Add documents, or update them, by your own key: each record has a `key`, exactly one of `text`, `markdown` "
+        "or `chunks`, and optionally a `title` and `metadata` (fields that search's `filter` can match). A record "
+        "whose key exists replaces that document; an unchanged record costs nothing. The records are searchable "
+        "when the call returns. A bad record (an empty text, a metadata value of another type than the set's field) "
+        "refuses the whole call, naming the record and the field; nothing is written then."
     ),
 }
 

@@ -94,7 +94,8 @@ class RagindexMcp:
                 annotations=types.ToolAnnotations(
                     title=schemas.TITLES[name],
                     read_only_hint=name in schemas.READ_ONLY,
-                    destructive_hint=name == schemas.INGEST,  # a sync removes the documents of vanished files
+                    # a sync removes the documents of vanished files; an upsert replaces the documents of its keys
+                    destructive_hint=name in (schemas.INGEST, schemas.UPSERT_RECORDS),
                     idempotent_hint=True,
                     open_world_hint=False,
                 ),

@@ -167,6 +167,8 @@ class Toolbox:
             return self.get_chunk(args, tenant)
         if isinstance(args, schemas.IngestArgs):
             return self.ingest(args, tenant)
+        if isinstance(args, schemas.UpsertRecordsArgs):
+            return self.upsert_records(args, tenant)
         raise InputError(f"no tool takes {type(args).__name__}")
 
     # ------------------------------------------------------------------ tools
@@ -186,6 +188,7 @@ class Toolbox:
             expand=args.expand,
             context_chars=args.context_chars,
             group_by=args.group_by,
+            filter=args.filter,
         )
         out = result.to_dict()
         for hit in out["hits"]:
@@ -216,6 +219,9 @@ class Toolbox:
             **self.summary(doc),
             "file": self.view.source(doc.file_uri, user_id=doc.user_id, set_id=doc.set_id),
         }
+        metadata = out["document"].get("metadata")
+        if isinstance(metadata, dict) and isinstance(metadata.get("source"), str):  # a file's derived path
+            metadata["source"] = self.view.source(metadata["source"], user_id=doc.user_id, set_id=doc.set_id)
         scrub = self._scrubber(doc)
         if out["run"] is not None:
             out["run"]["error"] = scrub(out["run"]["error"])
@@ -266,6 +272,13 @@ class Toolbox:
         report = self.engine.ingest(
             args.paths, user_id=tenant.user_id, set_id=set_id, full=args.full, keep_missing=args.keep_missing
         )
+        return {"set_id": set_id, **report.to_dict()}
+
+    def upsert_records(self, args: schemas.UpsertRecordsArgs, tenant: Tenant) -> dict[str, Any]:
+        """``upsert_records``: insert or update records by key in a set of the tenant (any transport); the report."""
+        set_id = tenant.target_set(args.set_id)
+        records = [r.model_dump(exclude_none=True) for r in args.records]
+        report = self.engine.upsert(records, user_id=tenant.user_id, set_id=set_id)
         return {"set_id": set_id, **report.to_dict()}
 
     # ------------------------------------------------------------------ resources
