@@ -33,7 +33,7 @@ from ragindex.service.page import router as page_router
 from ragindex.service.queue import EventPublisher, IngestQueue
 from ragindex.service.readiness import DenseWarmUp
 from ragindex.service.reconcile import start_reconciler
-from ragindex.service.routes import admin, chunks, documents, health, jobs, search
+from ragindex.service.routes import admin, chunks, dify, documents, health, jobs, records, search
 from ragindex.service.settings import ServiceSettings
 from ragindex.service.sources import SourcePaths
 from ragindex.service.store import JobRow, SqlServiceStore
@@ -45,8 +45,9 @@ DESCRIPTION = """Documents to a hybrid search index, per tenant.
 
 Every `/v1` route needs `Authorization: Bearer <key>` (`ragindex keys create --user-id N`); the key
 binds the request to its tenant, and another tenant's objects answer 404. Uploads are ingested by a
-background job: poll `GET /v1/jobs/{job_id}`. Search answers are `ragindex search --json`'s shape,
-with each hit's `source` relative to its upload folder or ingest root.
+background job: poll `GET /v1/jobs/{job_id}`. Records (`/v1/sets/{set_id}/records`) are documents named
+by your key and sent as JSON, searchable when a synchronous upsert answers. Search answers are `ragindex search
+--json`'s shape, with each hit's `source` relative to its upload folder or ingest root.
 
 Every error is `{"error", "message", "context"?}`; the status follows the error class (400, 401, 403,
 404, 405, 409, 413, 415, 422, 502, 503), and each route lists the ones it answers. Request bodies are strict (a
@@ -57,10 +58,15 @@ value only as its own JSON type), and this document describes this deployment: w
 TAGS = [
     {"name": "search", "description": "Hybrid, dense, BM25 or sparse search of one set."},
     {"name": "documents", "description": "Uploads (an ingest job each), listings, one document, deleting one."},
+    {
+        "name": "records",
+        "description": "Documents named by the caller's key, sent as JSON: one (PUT), a batch (POST), read, delete.",
+    },
     {"name": "jobs", "description": "Ingest jobs of the key's tenant: progress, per-document runs, cancelling."},
     {"name": "chunks", "description": "One chunk: read, edit (re-embedded only if its text changed), delete."},
     {"name": "admin", "description": "Who the key is, the version; status, verify, repair, optimise (admin keys)."},
     {"name": "health", "description": "Probes and Prometheus metrics."},
+    {"name": "dify", "description": "Dify's External Knowledge API (`POST /retrieval`): register the service in Dify."},
 ]
 
 
@@ -202,7 +208,7 @@ def create_app(
     )
     install_handlers(app)
     openapi.install(app)  # /openapi.json of this deployment: what it refuses, the schema refuses
-    for module in (documents, jobs, search, chunks, admin, health):
+    for module in (documents, records, jobs, search, chunks, admin, health, dify):
         app.include_router(module.router)
     if service.api_docs:
         app.include_router(docs.router)

@@ -4,7 +4,8 @@ Sent after every ingest job (by the in-process service and by workers alike), on
 files, and by the reconciler for each document it finishes, to the webhook and to the broker's result queue::
 
     {"event": "document_result", "status": "success" | "failed" | "processing", "trigger": "ingest" | "reconcile",
-     "job_id": "..." | null, "doc_id": 12, "user_id": 7, "set_id": 1, "source": "/blobs/7/1/a.pdf",
+     "job_id": "..." | null, "doc_id": 12, "user_id": 7, "set_id": 1, "key": "/blobs/7/1/a.pdf",
+     "source": "/blobs/7/1/a.pdf",
      "filename": "a.pdf", "stage": "BM25", "stages": {"chunking": "SUCCESS", "dense": "SUCCESS", ...},
      "failed_stage": null, "recover_from_stage": null, "error": null, "unchanged": false, "run_id": 31,
      "chunks": {"total": 9, "indexed": 9, "failed": 0, "pending": 0}, "sections": {...},   # sections: if any
@@ -79,6 +80,7 @@ def document_event(
         "doc_id": doc.doc_id,
         "user_id": doc.user_id,
         "set_id": doc.set_id,
+        "key": doc.source_uri,  # a record's key, a file's source path (events are for the deployment's systems)
         "source": doc.source_uri,
         "filename": doc.filename,
         "stage": str(_stage(status, run)),

@@ -5,7 +5,8 @@ dependency is checked only after the body arrived: a client without a key could 
 body. :class:`RequestGate` sits in front of the app as pure ASGI middleware and answers before reading anything:
 
 * ``/v1`` without a valid ``Authorization: Bearer`` key: 401, with the message of the routes' own check (which
-  still runs: it gives the route its principal, and the admin routes their 403);
+  still runs: it gives the route its principal, and the admin routes their 403); Dify's ``/retrieval`` (and
+  ``/v1/retrieval``): 403 with Dify's ``error_code`` 1001 (no bearer header) or 1002 (an unknown key);
 * an upload (a ``multipart/form-data`` body) while ``RAGINDEX_MAX_CONCURRENT_UPLOADS`` uploads are still being
   received: 503 with ``Retry-After``. An upload counts until its body has arrived (or its request ended).
 
@@ -29,6 +30,11 @@ from ragindex.serving import has_body
 if TYPE_CHECKING:
     from ragindex.service.deps import ServiceState
 
+DIFY_PATHS = ("/retrieval", "/v1/retrieval")
+"""Dify's External Knowledge API (:mod:`ragindex.service.routes.dify`): its key errors are Dify's, with 403."""
+BAD_HEADER, AUTH_FAILED = 1001, 1002
+BAD_HEADER_MESSAGE = "Invalid Authorization header format. Expected 'Bearer <api-key>' format."
+AUTH_FAILED_MESSAGE = "Authorization failed. Please check your API key."
 MISSING_KEY = "missing API key: send `Authorization: Bearer <key>`"
 INVALID_KEY = "invalid or revoked API key"
 RETRY_AFTER_S = 2
@@ -75,13 +81,19 @@ class RequestGate(HttpMiddleware):
     async def handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         """Answer 401 or 503 at once, or pass the request on (counting it while it is an upload in flight)."""
         state = self.state()
-        if state is None or not _is_api(scope.get("path", "")):
+        path = scope.get("path", "")
+        dify = path in DIFY_PATHS
+        if state is None or not (dify or _is_api(path)):
             await self.app(scope, receive, send)
             return
         token = bearer_token(scope)
         principal: Principal | None = None
         if token is not None:
             principal = await to_thread.run_sync(authenticate, state.store, token)
+        if dify and principal is None:  # Dify's error codes, with the 403 Dify documents for a denied request
+            code, message = (BAD_HEADER, BAD_HEADER_MESSAGE) if token is None else (AUTH_FAILED, AUTH_FAILED_MESSAGE)
+            await refuse(send, scope, 403, {"error_code": code, "error_msg": message}, [])
+            return
         if principal is None:
             error = AuthenticationError(MISSING_KEY if token is None else INVALID_KEY)
             await refuse(send, scope, 401, error.to_dict(), [(b"www-authenticate", b"Bearer")])

@@ -36,10 +36,15 @@ FINISHED: tuple[JobState, ...] = (JobState.SUCCEEDED, JobState.FAILED, JobState.
 def outcome(report: IngestReport) -> tuple[JobState, str | None]:
     """The state and error of a job whose ingest returned ``report`` (any failed file or chunk fails the job)."""
     if report.failures:
-        return JobState.FAILED, "; ".join(f"{Path(f['source']).name}: {f['error']}" for f in report.failures[:5])
+        return JobState.FAILED, "; ".join(f"{_named(str(f['source']))}: {f['error']}" for f in report.failures[:5])
     if report.chunks.get("failed", 0) > 0:
         return JobState.FAILED, f"{report.chunks['failed']} chunks failed to index; `ragindex repair` retries them"
     return JobState.SUCCEEDED, None
+
+
+def _named(source: str) -> str:
+    """A failure's file by its name (never a server path); a record by its key."""
+    return Path(source).name if source.startswith("/") else source
 
 
 def crash_looped(job: JobRow, max_starts: int) -> bool:

@@ -31,6 +31,7 @@ from ragindex.pipeline.sync import IngestReport
 from ragindex.service.cancel import CancelCheck, JobCancelled, finish_cancelled
 from ragindex.service.executor import set_torch_threads
 from ragindex.service.job_state import JobState, crash_looped, give_up, outcome
+from ragindex.service.record_jobs import RECORDS_JOB, discard_batch, run_job
 from ragindex.service.store import JobRow, JobStore
 
 log = logging.getLogger(__name__)
@@ -215,6 +216,23 @@ class JobRunner:
         self._queues.put(user_id, job_id)
         return job_id
 
+    def submit_records(self, *, user_id: int, set_id: int, batch: Path) -> str:
+        """Record and queue the upsert of a saved batch of records (:mod:`ragindex.service.record_jobs`)."""
+        job_id = batch.stem
+        self.store.create_job(
+            job_id, user_id=user_id, set_id=set_id, kind=RECORDS_JOB, status=JobState.QUEUED, files=[str(batch)]
+        )
+        if self.dispatch is not None:
+            try:
+                self.dispatch(job_id, user_id, set_id, [batch])
+            except Exception as exc:
+                message = getattr(exc, "message", None) or str(exc)
+                self.store.set_job_status(job_id, JobState.FAILED, finished=True, error=message)
+                raise
+            return job_id
+        self._queues.put(user_id, job_id)
+        return job_id
+
     def progress(self, job_id: str) -> dict[str, Any] | None:
         """Live progress of a running job (files done, the file being parsed, copies indexed per stage), else None."""
         with self._lock:
@@ -250,12 +268,12 @@ class JobRunner:
             cancel(event, data)
 
         try:
-            report = self.engine.ingest(
-                [Path(f) for f in job.files],
+            report = run_job(
+                self.engine,
+                kind=job.kind,
+                files=job.files,
                 user_id=job.user_id,
                 set_id=job.set_id,
-                keep_missing=True,
-                per_file=True,
                 job_id=job_id,
                 progress=progress,
             )
@@ -277,6 +295,8 @@ class JobRunner:
             with self._lock:
                 self._running.pop(job_id, None)
                 self._progress.pop(job_id, None)
+            if self.store.get_job(job_id).status not in (JobState.RUNNING, JobState.QUEUED):
+                discard_batch(job.kind, job.files)  # a records job's saved batch, once the job has ended
             log.info("job %s done in %.1f s", job_id, time.perf_counter() - started)
         self._finished(job_id, report)
 

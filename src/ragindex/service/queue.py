@@ -44,6 +44,7 @@ from ragindex.service.cancel import CancelCheck, JobCancelled, finish_cancelled
 from ragindex.service.document_events import DOCUMENT_EVENT, job_document_events
 from ragindex.service.events import Webhook, parse_result
 from ragindex.service.job_state import FINISHED, JobState, crash_looped, give_up, outcome
+from ragindex.service.record_jobs import discard_batch, run_job
 from ragindex.service.settings import ServiceSettings
 
 if TYPE_CHECKING:
@@ -262,12 +263,13 @@ class JobHandler:
             return
         started = time.perf_counter()
         try:
-            report = self.engine.ingest(
-                [Path(f) for f in files],
+            job = self.store.get_job(job_id)
+            report = run_job(
+                self.engine,
+                kind=job.kind,
+                files=files,
                 user_id=user_id,
                 set_id=set_id,
-                keep_missing=True,
-                per_file=True,
                 job_id=job_id,
                 progress=CancelCheck(self.store, job_id),
             )
@@ -283,6 +285,9 @@ class JobHandler:
             status, error = outcome(report)
             report_dict = report.to_dict()
             self.store.set_job_status(job_id, status, finished=True, report=report_dict, error=error, expected=active)
+        finished = self.store.get_job(job_id)
+        if finished.status in FINISHED:
+            discard_batch(finished.kind, files)
         log.info("job %s done in %.1f s", job_id, time.perf_counter() - started)
 
     def publish(self, event: dict[str, Any]) -> None:

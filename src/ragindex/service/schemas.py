@@ -129,6 +129,12 @@ class SearchRequest(_Body):
         "`degrade` answers from the other sources and names it in `degraded`. "
         "Default: RAGINDEX_RECALL_ON_SOURCE_ERROR.",
     )
+    filter: dict[str, Any] | None = Field(
+        None,
+        description='Only chunks whose metadata matches: `{"year": {"$gte": 2020}, "lang": "zh"}` with '
+        "`$eq $ne $gt $gte $lt $lte $in $nin $exists $contains $and $or $not` (docs/records-and-filters.md). Its "
+        "fields must be fields of the set, with values of their types (422 naming the problem).",
+    )
 
 
 class ChunkPatch(_Body):
@@ -206,7 +212,11 @@ class DocumentSummary(BaseModel):
     user_id: int
     set_id: int
     filename: str
-    source: str = Field(description="Where it came from (a file, or a record of a records file).")
+    key: str = Field(
+        description="The document's key: a record's own key; for a file, its path relative to its upload folder "
+        "or ingest root (never a server path)."
+    )
+    source: str = Field(description="Where it came from (a file, or a record of a records file); `key` for records.")
     status: str = Field(description="PROCESSING, SUCCESS or FAILED.")
     error: str | None = Field(description="Why it FAILED (the failed stage's error).")
     chunk_count: int
@@ -367,6 +377,10 @@ class HitOut(_Out):
     doc_id: int
     set_id: int
     score: float = Field(description="Fused score (or the rerank score in [0, 1] with rerank).")
+    key: str = Field(
+        description="The key of the hit's document: a record's own key, or a file's `source` (relative, never a "
+        "server path)."
+    )
     source: str = Field(
         description="Where the chunk came from, relative to its upload folder or ingest root "
         "(`notes/a.md`, `faq.jsonl#12`): never a path on the server."
@@ -395,6 +409,7 @@ class SearchOut(_Out):
                     "rank": 1,
                     **_CHUNK_IDS,
                     "score": 0.0328,
+                    "key": "vitamin.md",
                     "source": "vitamin.md",
                     "filename": "vitamin.md",
                     **_CHUNK_PLACE,

@@ -20,6 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ragindex.records import RECORD_URI_PREFIX
+
 TEXT_KEYS = frozenset({"error", "message", "notes", "last_error", "reason"})
 """Keys of an answer whose text is scrubbed (with everything under them)."""
 CONTEXT_PATH_KEYS = frozenset({"path", "file", "source", "uri", "source_uri", "file_uri"})
@@ -50,6 +52,22 @@ class SourcePaths:
         if not path.startswith("/"):  # already relative (or not a path at all)
             return uri
         return self._relative(path, user_id, set_id) + hash_ + fragment
+
+    def key(self, source_uri: str, file_uri: str | None, *, user_id: int, set_id: int) -> str:
+        """A document's ``key`` as the API shows it: a record's own key verbatim, a file's :meth:`public` path.
+
+        (A record's ``file_uri`` is ``record:<key>``: its key is the caller's, even one that starts with ``/``.)
+        """
+        if file_uri is not None and file_uri.startswith(RECORD_URI_PREFIX):
+            return source_uri
+        return self.public(source_uri, user_id=user_id, set_id=set_id)
+
+    def metadata(self, metadata: Mapping[str, Any], *, user_id: int, set_id: int) -> dict[str, Any]:
+        """A copy of a document's metadata whose derived ``source`` (a file's server path) is shown public."""
+        out = dict(metadata)
+        if isinstance(out.get("source"), str) and out["source"].startswith("/"):
+            out["source"] = self.public(out["source"], user_id=user_id, set_id=set_id)
+        return out
 
     def _relative_path(self, path: str, user_id: int, set_id: int) -> str:
         file = Path(path)
@@ -98,20 +116,46 @@ class SourcePaths:
             value[:] = [self.scrub(item, _mode=_mode) for item in value]
         return value
 
-    def hits(self, result: dict[str, Any], *, user_id: int) -> dict[str, Any]:
-        """A search answer (``SearchResult.to_dict()``) with every hit's ``source`` made public, in place."""
+    def hits(self, result: dict[str, Any], *, user_id: int, records: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """A search answer (``SearchResult.to_dict()``): every hit's ``key`` and public ``source``, in place.
+
+        Args:
+            result: The answer.
+            user_id: The tenant.
+            records: The file URIs of hits whose source starts with ``/`` (source -> file URI): a record's key may
+                look like a path, and only its file URI (``record:<key>``) tells it from a file.
+        """
         for hit in result.get("hits", ()):
-            hit["source"] = self.public(hit["source"], user_id=user_id, set_id=hit["set_id"])
+            source = hit["source"]
+            hit["key"] = self.key(source, (records or {}).get(source), user_id=user_id, set_id=hit["set_id"])
+            hit["source"] = hit["key"]
         return result
 
-    def documents(self, docs: Sequence[dict[str, Any]], *, keys: Sequence[str] = ("source",)) -> None:
-        """Document summaries (``source``, and ``file`` of a detail; their ``error``) made public, in place."""
+    def documents(
+        self,
+        docs: Sequence[dict[str, Any]],
+        *,
+        keys: Sequence[str] = ("source",),
+        file_uris: Mapping[int, str] | None = None,
+    ) -> None:
+        """Document summaries (``source``, ``file`` of a detail, ``error``) made public and given ``key``, in place.
+
+        ``file_uris`` (doc_id -> file URI) tells records (``record:<key>``) from files; a summary of a document not in
+        it is a file's unless its ``file`` says otherwise.
+        """
         for doc in docs:
+            file_uri = (file_uris or {}).get(doc.get("doc_id", -1), doc.get("file"))
+            if isinstance(doc.get("source"), str):
+                doc["key"] = self.key(doc["source"], file_uri, user_id=doc["user_id"], set_id=doc["set_id"])
             for key in keys:
-                if isinstance(doc.get(key), str):
+                if key == "source" and "key" in doc:
+                    doc[key] = doc["key"]
+                elif isinstance(doc.get(key), str):
                     doc[key] = self.public(doc[key], user_id=doc["user_id"], set_id=doc["set_id"])
             if isinstance(doc.get("error"), str):
                 doc["error"] = self.text(doc["error"])
+            if isinstance(doc.get("metadata"), Mapping):  # a file's derived `source` field is its server path
+                doc["metadata"] = self.metadata(doc["metadata"], user_id=doc["user_id"], set_id=doc["set_id"])
 
     def report(self, report: Mapping[str, Any] | None, *, user_id: int, set_id: int) -> dict[str, Any] | None:
         """A copy of a job's ingest report: the paths of its ``files`` and ``failures`` public, its texts scrubbed."""

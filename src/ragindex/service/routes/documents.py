@@ -105,7 +105,7 @@ async def list_documents(set_id: SetIdPath, state: StateDep, caller: CallerDep) 
     """The set's documents with their processing status (SUCCESS, FAILED, PROCESSING)."""
     rows = await state.aengine.run_sync(state.engine.store.list_documents, user_id=caller.user_id, set_id=set_id)
     docs = [document_summary(d) for d in rows]
-    state.sources.documents(docs)
+    state.sources.documents(docs, file_uris={d.doc_id: d.file_uri for d in rows})
     return {"set_id": set_id, "documents": docs}
 
 
@@ -125,7 +125,7 @@ async def documents_page(
         user_id=caller.user_id, set_id=set_id, status=status, cursor=cursor, limit=limit
     )
     out = page.to_dict()
-    state.sources.documents(out["documents"])
+    state.sources.documents(out["documents"], file_uris={d.doc_id: d.file_uri for d in page.documents})
     return DocumentPageOut.model_validate(out)
 
 

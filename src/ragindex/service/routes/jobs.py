@@ -17,6 +17,7 @@ from ragindex.service.cancel import request_cancel
 from ragindex.service.deps import JSON_INTEGER, CallerDep, Cursor, StateDep, cursor_query
 from ragindex.service.job_state import JobState
 from ragindex.service.openapi import error_responses
+from ragindex.service.record_jobs import RECORDS_JOB
 from ragindex.service.schemas import JobCancelOut, JobDetailOut, JobPageOut, JobStatus
 from ragindex.service.store import JobRow
 
@@ -28,7 +29,7 @@ def job_summary(job: JobRow) -> dict[str, Any]:
     """A job's own fields (what ``GET /v1/jobs`` lists)."""
     return {
         **pick(job, "job_id", "kind", "status", "set_id"),
-        "files": [Path(f).name for f in job.files],
+        "files": [] if job.kind == RECORDS_JOB else [Path(f).name for f in job.files],  # a batch file is no upload
         "created_at": iso(job.created_at),
         "started_at": iso(job.started_at),
         "finished_at": iso(job.finished_at),

@@ -10,8 +10,9 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from ragindex.errors import ValidationError
-from ragindex.service.deps import CallerDep, StateDep
+from ragindex.errors import InputError, ValidationError
+from ragindex.filters import FilterError
+from ragindex.service.deps import CallerDep, ServiceState, StateDep
 from ragindex.service.openapi import error_responses
 from ragindex.service.schemas import SearchOut, SearchRequest
 
@@ -26,11 +27,20 @@ _NO_RERANKER = {
 }
 
 
+_BAD_FILTER = {
+    "error": "ValidationError",
+    "message": "filter: filter at year: unknown field 'year'; this set's fields are lang (string), size (number)",
+    "context": {"field": "filter", "path": "year"},
+}
+
+
 @router.post(
     "/search",
     response_model=SearchOut,
     response_model_exclude_unset=True,  # optional keys (warnings, context, merged) only when the engine sets them
-    responses=error_responses(400, 401, 409, 413, 422, 502, 503, more={422: {"rerank_unavailable": _NO_RERANKER}}),
+    responses=error_responses(
+        400, 401, 409, 413, 422, 502, 503, more={422: {"rerank_unavailable": _NO_RERANKER, "bad_filter": _BAD_FILTER}}
+    ),
 )
 async def search(body: SearchRequest, state: StateDep, caller: CallerDep) -> dict[str, Any]:
     """Search one set of the key's tenant; every hit is backfilled from the truth store.
@@ -43,9 +53,26 @@ async def search(body: SearchRequest, state: StateDep, caller: CallerDep) -> dic
         if not state.rerank_supported:
             raise ValidationError("rerank", "rerank not available")
         options["rerank"] = body.rerank
-    result = await state.aengine.search(
+    try:
+        result = await _search(state, body, caller.user_id, options)
+    except FilterError as exc:
+        raise filter_error(exc) from exc
+    state.metrics.search_done(result.degraded)
+    return await public_hits(state, result.to_dict(), user_id=caller.user_id, set_id=body.set_id)
+
+
+def filter_error(exc: InputError, field: str = "filter") -> ValidationError:
+    """A FilterError (a 400-class input error) as the 422 of the ``filter`` field, its message and path kept."""
+    context = {k: v for k, v in exc.context.items() if k != "field"}
+    error = ValidationError(field, exc.message, **context)
+    error.__cause__ = exc
+    return error
+
+
+async def _search(state: ServiceState, body: SearchRequest, user_id: int, options: dict[str, Any]) -> Any:
+    return await state.aengine.search(
         body.query,
-        user_id=caller.user_id,
+        user_id=user_id,
         set_id=body.set_id,
         doc_ids=body.doc_ids,
         mode=body.mode or "hybrid",
@@ -57,7 +84,20 @@ async def search(body: SearchRequest, state: StateDep, caller: CallerDep) -> dic
         group_by=body.group_by,
         sources=body.sources,
         on_source_error=body.on_source_error,
+        filter=body.filter,
         **options,
     )
-    state.metrics.search_done(result.degraded)
-    return state.sources.hits(result.to_dict(), user_id=caller.user_id)
+
+
+async def public_hits(state: ServiceState, answer: dict[str, Any], *, user_id: int, set_id: int) -> dict[str, Any]:
+    """A search answer with each hit's ``key`` and public ``source`` (:meth:`SourcePaths.hits`).
+
+    A source that starts with ``/`` is a file's path or a record's key that looks like one: its document's file URI
+    tells them apart (one indexed read for those hits only; a record's key never starts with ``/`` in most sets).
+    """
+    pathlike = sorted({h["source"] for h in answer.get("hits", ()) if h["source"].startswith("/")})
+    uris: dict[str, str] = {}
+    if pathlike:
+        found = await state.aengine.run_sync(state.engine.store.documents_by_key, user_id, set_id, pathlike)
+        uris = {key: doc.file_uri for key, doc in found.items()}
+    return state.sources.hits(answer, user_id=user_id, records=uris)
