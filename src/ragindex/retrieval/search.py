@@ -131,7 +131,8 @@ class Retriever:
         per_source = request.candidates if hybrid else request.top_k * 2 + 10
         if request.rerank:  # over-fetch so that the reranker sees rerank_candidates live chunks
             per_source = max(per_source, self.rerank_candidates + (0 if hybrid else 10))
-        first, reads = True, StoreReads()
+        # a filtered search's scores are those of a subset of the set: they would move the set's score windows
+        first, reads = request.where is None, StoreReads()
         while True:
             fused, full = self._fused(request, queries, collection, per_source, failures, latency, reads, watch=first)
             first = False
@@ -145,7 +146,8 @@ class Retriever:
             per_source = min(per_source * 4, _MAX_CANDIDATES)
         if request.rerank:
             fused = self._rerank(request.query, fused, views, latency)
-            self._watch("rerank", [item.score for item in fused])
+            if request.where is None:
+                self._watch("rerank", [item.score for item in fused])
         hits = _build_hits(fused, views, request)
         if skipped:
             hits = [replace(hit, skipped=skipped) for hit in hits]
