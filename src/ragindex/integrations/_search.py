@@ -12,6 +12,7 @@ tenant, and the service does not tell whether another tenant has a set of that n
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
     from ragindex.types import Hit, SearchResult
 
 DEFAULT_USER_ID = 1  # the CLI's default tenant
+
+Filter = Mapping[str, Any] | str | None
+"""A metadata filter in the JSON form of :mod:`ragindex.filters` (a mapping, or its JSON text), or None."""
 
 # keys of hit_metadata that an LLM prompt does not need (LlamaIndex shows node metadata to the LLM by default)
 TECHNICAL_KEYS = (
@@ -76,6 +80,30 @@ def hit_metadata(hit: Hit) -> dict[str, Any]:
     if hit.merged:
         meta["merged"] = [m.chunk_id for m in hit.merged]
     return meta
+
+
+def both_filters(first: Filter, second: Filter) -> dict[str, Any] | None:
+    """One filter that holds where both hold (``{"$and": [first, second]}``; either alone when the other is empty).
+
+    Raises:
+        FilterError: A filter given as JSON text that is not valid JSON.
+    """
+    given = [f for f in (_filter_object(first), _filter_object(second)) if f]
+    if not given:
+        return None
+    return given[0] if len(given) == 1 else {"$and": given}
+
+
+def _filter_object(spec: Filter) -> Any:
+    if not isinstance(spec, str):
+        return dict(spec) if isinstance(spec, Mapping) else spec
+    from ragindex.filters import parse_filter
+
+    try:
+        return json.loads(spec)
+    except ValueError:
+        parse_filter(spec, {})  # raises the FilterError that names the JSON problem
+        raise
 
 
 class Target(TypedDict, total=False):
@@ -173,24 +201,31 @@ class Searcher:
             self._closers.append(weakref.finalize(self, self._client.close))  # no socket left to the collector
         return self._client
 
-    def search(self, query: str) -> SearchResult:
-        """Search the set for ``query`` with the options."""
+    def search(self, query: str, *, filter: Filter = None) -> SearchResult:
+        """Search the set for ``query`` with the options; ``filter`` narrows the options' filter further."""
+        options = self._options(filter)
         with self._lock:
             if self.url is not None:
                 client = self._open_client()
             else:
                 engine = self._open_engine()
-                return engine.search(query, user_id=self.user_id, set_id=self.set_id, **self.options)
-        return client.search(query, set_id=self.set_id, **self.options)
+                return engine.search(query, user_id=self.user_id, set_id=self.set_id, **options)
+        return client.search(query, set_id=self.set_id, **options)
 
-    async def asearch(self, query: str) -> SearchResult:
+    async def asearch(self, query: str, *, filter: Filter = None) -> SearchResult:
         """Search without blocking the event loop: the async client over HTTP, a worker thread when embedded."""
         if self.url is None:
-            return await asyncio.to_thread(self.search, query)
+            return await asyncio.to_thread(lambda: self.search(query, filter=filter))
         from ragindex.client import AsyncClient
 
         async with AsyncClient(self.url, api_key=self.api_key, timeout=self.timeout) as client:
-            return await client.search(query, set_id=self.set_id, **self.options)
+            return await client.search(query, set_id=self.set_id, **self._options(filter))
+
+    def _options(self, filter: Filter) -> dict[str, Any]:
+        """The search options with a call's ``filter`` joined to the options' one (both must hold)."""
+        if not filter:
+            return self.options
+        return {**self.options, "filter": both_filters(self.options.get("filter"), filter)}
 
     def close(self) -> None:
         """Close the HTTP client, and the engine when this searcher opened it."""

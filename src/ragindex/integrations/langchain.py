@@ -17,7 +17,7 @@ from ragindex._optional import missing_extra
 from ragindex.closing import Closing
 from ragindex.config.settings import Settings
 from ragindex.engine import Engine
-from ragindex.integrations._search import Searcher, hit_content, hit_metadata
+from ragindex.integrations._search import Filter, Searcher, hit_content, hit_metadata
 from ragindex.types import Hit
 
 try:
@@ -44,6 +44,10 @@ class RagindexRetriever(BaseRetriever, Closing):
     * ``engine``: an open :class:`~ragindex.Engine` (yours to close).
     * ``data_dir`` or ``settings``: an embedded index opened on the first query; call :meth:`close` (or use
       ``with``) to give up its lock.
+
+    ``filter`` (the JSON form of :mod:`ragindex.filters`, e.g. ``{"year": {"$gte": 2020}}``) narrows every search
+    to chunks whose metadata matches; ``invoke(query, filter=...)`` narrows one call further (both must hold). A
+    bad filter raises :class:`~ragindex.filters.FilterError` when the search runs.
 
     A set that the tenant has no documents in (another tenant's set, a wrong id) returns no documents, not an
     error. Errors are :class:`~ragindex.errors.RagindexError` (an unreachable service: ``BackendError``).
@@ -72,6 +76,11 @@ class RagindexRetriever(BaseRetriever, Closing):
     expand: str | None = Field(None, description="none, neighbours or section: return each hit's context.")
     context_chars: int | None = Field(None, description="Most characters of a context.")
     group_by: str | None = Field(None, description="none, section or document: one hit per section or document.")
+    filter: dict[str, Any] | str | None = Field(
+        None,
+        description='Only chunks whose metadata matches this filter, e.g. {"year": {"$gte": 2020}} (see '
+        "ragindex.filters); a call's own filter= must hold too.",
+    )
     search_options: dict[str, Any] = Field(default_factory=dict, description="Further search options, as given.")
 
     _searcher: Searcher = PrivateAttr()
@@ -88,6 +97,7 @@ class RagindexRetriever(BaseRetriever, Closing):
             "expand": self.expand,
             "context_chars": self.context_chars,
             "group_by": self.group_by,
+            "filter": self.filter,
             **self.search_options,
         }
         self._searcher = Searcher(
@@ -102,13 +112,15 @@ class RagindexRetriever(BaseRetriever, Closing):
             options=options,
         )
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
-        return _documents(self._searcher.search(query).hits)
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, filter: Filter = None
+    ) -> list[Document]:
+        return _documents(self._searcher.search(query, filter=filter).hits)
 
     async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, filter: Filter = None
     ) -> list[Document]:
-        return _documents((await self._searcher.asearch(query)).hits)
+        return _documents((await self._searcher.asearch(query, filter=filter)).hits)
 
     def close(self) -> None:
         """Close the HTTP client, and the embedded engine this retriever opened."""

@@ -7,25 +7,90 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Unpack
 
 from ragindex._optional import missing_extra
 from ragindex.client.calls import RetrievalOptions
 from ragindex.closing import Closing
+from ragindex.filters import FilterError
 from ragindex.integrations._search import TECHNICAL_KEYS, Searcher, Target, hit_content, hit_metadata
 
 try:
     from llama_index.core.callbacks import CallbackManager
     from llama_index.core.retrievers import BaseRetriever
     from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+    from llama_index.core.vector_stores.types import FilterCondition, FilterOperator, MetadataFilter, MetadataFilters
 except ImportError as exc:
     raise missing_extra("llamaindex", "the LlamaIndex retriever", exc) from exc
 
 if TYPE_CHECKING:
     from ragindex.types import Hit
 
-__all__ = ["RagindexRetriever"]
+__all__ = ["RagindexRetriever", "metadata_filters_to_filter"]
+
+_COMPARISONS = {
+    FilterOperator.EQ: "$eq",
+    FilterOperator.NE: "$ne",
+    FilterOperator.GT: "$gt",
+    FilterOperator.GTE: "$gte",
+    FilterOperator.LT: "$lt",
+    FilterOperator.LTE: "$lte",
+    FilterOperator.IN: "$in",
+    FilterOperator.NIN: "$nin",
+    FilterOperator.CONTAINS: "$contains",
+    FilterOperator.ANY: "$in",  # a list field holds any of the values: what $in means on a list field
+}
+
+
+def metadata_filters_to_filter(filters: MetadataFilters) -> dict[str, Any]:
+    """A LlamaIndex ``MetadataFilters`` as the JSON filter of :mod:`ragindex.filters`.
+
+    EQ, NE, GT, GTE, LT, LTE, IN, NIN and CONTAINS are the same-named operators; ANY (a list field holds any of the
+    values) is ``$in``, ALL (it holds every one) an ``$and`` of ``$contains``, IS_EMPTY (missing, null or an empty
+    list) ``$exists: false``. The AND and OR conditions are ``$and`` / ``$or``; NOT is LlamaIndex's "none of the
+    filters holds", ``$not`` of their ``$or``. Nested ``MetadataFilters`` nest. An empty list of filters is no filter
+    (``{}``).
+
+    Raises:
+        FilterError: An operator without an equivalent (TEXT_MATCH, TEXT_MATCH_INSENSITIVE: ragindex compares whole
+            values), naming it and the field; ANY or ALL with a value that is not a list; an unknown condition.
+    """
+    items = [_filter_item(f) for f in filters.filters]
+    items = [item for item in items if item]
+    condition = filters.condition or FilterCondition.AND
+    if not items:
+        return {}
+    if condition == FilterCondition.AND:
+        return items[0] if len(items) == 1 else {"$and": items}
+    if condition == FilterCondition.OR:
+        return items[0] if len(items) == 1 else {"$or": items}
+    if condition == FilterCondition.NOT:
+        return {"$not": items[0] if len(items) == 1 else {"$or": items}}
+    raise FilterError(f"LlamaIndex filter condition {condition!r} has no ragindex equivalent; use AND, OR or NOT")
+
+
+def _filter_item(item: MetadataFilter | MetadataFilters) -> dict[str, Any]:
+    if isinstance(item, MetadataFilters):
+        return metadata_filters_to_filter(item)
+    key, value, operator = item.key, item.value, FilterOperator(item.operator)
+    if operator == FilterOperator.IS_EMPTY:
+        return {key: {"$exists": False}}
+    if operator in (FilterOperator.ANY, FilterOperator.ALL) and not isinstance(value, list):
+        raise FilterError(
+            f"LlamaIndex filter {operator.name} on {key!r} takes a list of values; got {value!r}", field=key
+        )
+    if operator == FilterOperator.ALL:
+        return {"$and": [{key: {"$contains": v}} for v in value]} if value else {}  # type: ignore[union-attr]
+    op = _COMPARISONS.get(operator)
+    if op is None:
+        raise FilterError(
+            f"LlamaIndex filter operator {operator.name} ({operator.value!r}) on {key!r} has no ragindex equivalent: "
+            "ragindex filters compare whole values (use EQ, IN or CONTAINS), and the query itself matches text",
+            field=key,
+            operator=operator.name,
+        )
+    return {key: {op: value}}
 
 
 class RetrieverArgs(Target, RetrievalOptions, total=False):
@@ -67,9 +132,17 @@ class RagindexRetriever(BaseRetriever, Closing):
         group_by: ``none``, ``section`` or ``document``: one hit per section or document.
         sources: Only these sources (``dense``, ``bm25``, ``sparse``).
         on_source_error: ``fail`` or ``degrade`` (answer from the other sources).
+        filter: Only chunks whose metadata matches: the JSON form of :mod:`ragindex.filters` (e.g.
+            ``{"year": {"$gte": 2020}}``) or a LlamaIndex ``MetadataFilters`` (see
+            :func:`metadata_filters_to_filter`).
+        filters: A LlamaIndex ``MetadataFilters``, as vector store retrievers take it (give ``filter`` or ``filters``).
         search_options: Further search options, passed as given.
         callback_manager: LlamaIndex callbacks.
         verbose: LlamaIndex's verbose flag.
+
+    Raises:
+        FilterError: ``filters`` uses an operator without an equivalent (TEXT_MATCH); a filter that does not fit the
+            set (an unknown field, a value of another type) raises it when the search runs.
     """
 
     def __init__(
@@ -77,6 +150,8 @@ class RagindexRetriever(BaseRetriever, Closing):
         *,
         set_id: int,
         top_k: int = 4,
+        filter: Mapping[str, Any] | str | MetadataFilters | None = None,
+        filters: MetadataFilters | None = None,
         search_options: dict[str, Any] | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
@@ -85,7 +160,13 @@ class RagindexRetriever(BaseRetriever, Closing):
         unknown = sorted(set(keywords) - RetrieverArgs.__optional_keys__)
         if unknown:
             raise TypeError(f"RagindexRetriever.__init__() got an unexpected keyword argument {unknown[0]!r}")
-        self.searcher = Searcher.of(set_id, {"top_k": top_k, **keywords}, search_options or {})
+        if filter is not None and filters is not None:
+            raise TypeError("give filter= or filters=, not both")
+        given = filters if filters is not None else filter
+        if isinstance(given, MetadataFilters):
+            given = metadata_filters_to_filter(given)
+        options = {"top_k": top_k, **keywords, **({"filter": given} if given else {})}
+        self.searcher = Searcher.of(set_id, options, search_options or {})
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
