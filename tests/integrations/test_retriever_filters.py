@@ -15,10 +15,12 @@ from llama_index.core.vector_stores.types import FilterCondition, FilterOperator
 
 from ragindex.config.settings import Settings
 from ragindex.engine import Engine
+from ragindex.errors import ValidationError
 from ragindex.filters import FilterError
 from ragindex.integrations.langchain import RagindexRetriever as LangChainRetriever
 from ragindex.integrations.llamaindex import RagindexRetriever as LlamaIndexRetriever
 from ragindex.integrations.llamaindex import metadata_filters_to_filter
+from servekit import CORPUS_SET, CORPUS_USER, Served
 
 pytestmark = pytest.mark.integration
 
@@ -151,3 +153,18 @@ def test_langchain_filters_at_construction_and_per_call(engine: Engine) -> None:
         plain.invoke(QUERY, filter={"year": "recent"})
     with pytest.raises(FilterError, match="not valid JSON"):
         plain.invoke(QUERY, filter="{year")
+
+
+def test_both_retrievers_send_the_filter_over_http(served: Served) -> None:
+    key = served.key(CORPUS_USER)
+    only = {"filename": "tcp.txt"}
+    lang = LangChainRetriever(url=served.url, api_key=key, set_id=CORPUS_SET, top_k=3, filter=only)
+    assert [d.metadata["filename"] for d in lang.invoke("bees and sugar")] == ["tcp.txt"]
+    assert lang.invoke("bees", filter={"filename": "bees.txt"}) == []  # both must hold
+    assert [d.metadata["filename"] for d in asyncio.run(lang.ainvoke("sugar"))] == ["tcp.txt"]
+    llama = LlamaIndexRetriever(url=served.url, api_key=key, set_id=CORPUS_SET, filters=both(f("filename", "bees.txt")))
+    assert [n.node.metadata["filename"] for n in llama.retrieve("sugar")] == ["bees.txt"]
+    with pytest.raises(ValidationError, match="unknown field 'colour'"):
+        LangChainRetriever(url=served.url, api_key=key, set_id=CORPUS_SET).invoke("x", filter={"colour": "red"})
+    lang.close()
+    llama.close()

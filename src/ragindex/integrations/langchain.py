@@ -47,7 +47,8 @@ class RagindexRetriever(BaseRetriever, Closing):
 
     ``filter`` (the JSON form of :mod:`ragindex.filters`, e.g. ``{"year": {"$gte": 2020}}``) narrows every search
     to chunks whose metadata matches; ``invoke(query, filter=...)`` narrows one call further (both must hold). A
-    bad filter raises :class:`~ragindex.filters.FilterError` when the search runs.
+    bad filter raises an :class:`~ragindex.errors.InputError` naming the problem when the search runs
+    (:class:`~ragindex.filters.FilterError` embedded, the service's 422 ``ValidationError`` over HTTP).
 
     A set that the tenant has no documents in (another tenant's set, a wrong id) returns no documents, not an
     error. Errors are :class:`~ragindex.errors.RagindexError` (an unreachable service: ``BackendError``).
