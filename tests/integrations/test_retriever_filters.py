@@ -40,7 +40,7 @@ ALL = {"r1", "r2", "r3", "r4"}
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory, onnx_cache_dir: Path) -> Iterator[Engine]:
     root = tmp_path_factory.mktemp("filters")
-    settings = Settings(_env_file=None, data_dir=root / "data", onnx_cache_dir=onnx_cache_dir)  # type: ignore[call-arg]
+    settings = Settings(_env_file=None, data_dir=root / "data", onnx_cache_dir=onnx_cache_dir)
     with Engine(settings) as opened:
         report = opened.upsert(RECORDS)
         assert report.documents["added"] == 4 and not report.failures
