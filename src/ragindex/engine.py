@@ -310,6 +310,8 @@ class Engine(ChunkEditing, Maintenance, Closing):
             if shared:
                 self._parser_lock.release()
         self.owner.settle_runs(self.kinds, self.settings.indexing_stale_seconds)
+        # no optimize() here, unlike ingest: upserts are small and frequent, and an HNSW build of a large shard
+        # blocks the process for minutes; a bulk load is optimised by the set's next ingest or POST /v1/optimize
         return report
 
     def delete(self, *, keys: Sequence[str], user_id: int = 1, set_id: int = 1) -> DeleteResult:
