@@ -238,6 +238,11 @@ class Hit:
     bbox: BBox | None = None
     """Where the chunk is drawn on its ``page`` (PDF points, top-left origin), for parsers that see layout."""
 
+    @property
+    def key(self) -> str:
+        """The key of the hit's document: a record's key, or a file document's source path (its ``source``)."""
+        return self.source
+
     def to_dict(self) -> dict[str, Any]:
         """JSON form used by ``ragindex search --json`` and the HTTP API (``context``, ``merged``: only when set)."""
         out: dict[str, Any] = {
