@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ragindex.encoders.protocol import DenseEncoder
     from ragindex.index.protocol import VectorIndex
     from ragindex.loaders.isolated import IsolatedParser
+    from ragindex.metadata import FieldType
     from ragindex.pipeline.indexer import Indexer
     from ragindex.pipeline.inspection import DocumentDetail, DocumentPage
     from ragindex.pipeline.sync import IngestReport, ProgressFn, SourceSync
@@ -82,6 +83,7 @@ class Engine(ChunkEditing, Maintenance, Closing):
         self._parts_lock = threading.Lock()  # threads sharing one Engine (the service) build each part once
         self._parser: IsolatedParser | None = None  # its child process is reused by the next ingest
         self._parser_lock = threading.Lock()
+        self._fields: dict[tuple[int, int], dict[str, FieldType]] = {}  # the sets' metadata field types (search)
         self.score_watch: ScoreWatch | None = None  # search scores, saved off the search path (retrieval.drift)
         if self.settings.drift_enabled:
             from ragindex.retrieval.drift import ScoreWatch
@@ -452,8 +454,7 @@ class Engine(ChunkEditing, Maintenance, Closing):
         every source and checked again against the truth store. A bad filter raises
         :class:`~ragindex.filters.FilterError` naming the problem (an unknown field lists the set's fields).
         """
-        from ragindex.filters import parse_filter
-        from ragindex.metadata import FieldType
+        from ragindex.filters import FilterError, parse_filter
         from ragindex.retrieval.context import HitShaper, validate_shape
         from ragindex.retrieval.search import Retriever, SearchRequest, search_mode, validate_ids
         from ragindex.retrieval.sources import enabled_by_setting, source_error_policy
@@ -461,8 +462,12 @@ class Engine(ChunkEditing, Maintenance, Closing):
         where, fields = None, {}
         if filter:
             validate_ids(user_id=user_id, set_id=set_id)
-            fields = {name: FieldType(kind) for name, kind in self.store.field_types(user_id, set_id).items()}
-            where = parse_filter(filter, fields)
+            fields = self._field_types(user_id, set_id)
+            try:
+                where = parse_filter(filter, fields)
+            except FilterError:  # perhaps a field another process recorded since: read the set's fields again
+                fields = self._field_types(user_id, set_id, fresh=True)
+                where = parse_filter(filter, fields)
 
         request = SearchRequest(
             query=query,
@@ -505,6 +510,19 @@ class Engine(ChunkEditing, Maintenance, Closing):
         )
         result, reads = retriever.run(replace(request, top_k=shape.fetch(request.top_k)))
         return HitShaper(self.store).apply(result, shape, request.top_k, reads)
+
+    def _field_types(self, user_id: int, set_id: int, *, fresh: bool = False) -> dict[str, FieldType]:
+        """The set's metadata field types, cached: a field's type never changes once recorded (fields only add)."""
+        from ragindex.metadata import FieldType
+
+        key = (user_id, set_id)
+        cached = self._fields.get(key)
+        if cached is None or fresh:
+            cached = {name: FieldType(kind) for name, kind in self.store.field_types(user_id, set_id).items()}
+            if len(self._fields) > 4096:  # many tenants: a bounded cache
+                self._fields.clear()
+            self._fields[key] = cached
+        return cached
 
     def status(self) -> StatusReport:
         """Documents and chunks per status, per set, plus the collections (``to_dict()``: ``status --json``)."""
