@@ -103,6 +103,14 @@ class IndexOwnership:
     def locked_message(self) -> str:
         """Why this process cannot use the index, naming the process that holds it."""
         info = self.owner()
+        if info.get("pid") == os.getpid() and info.get("host") == socket.gethostname():
+            return (
+                f"the embedded index at {self.root} is held by another Engine of this same process (pid "
+                f"{info['pid']}); it allows one Engine per process and nothing was written. Share that one: pass it "
+                "as engine= (retrievers, vector stores), or open every entry point of this data dir with "
+                "ragindex.shared.shared_engine(settings) (the LangChain and LlamaIndex integrations do so when "
+                "given data_dir= or settings=), and close the first Engine before opening another."
+            )
         holder = ""
         if info.get("pid"):
             holder = f" by process {info['pid']} ({info.get('command', '?')!r}, since {info.get('since', '?')})"

@@ -129,7 +129,8 @@ class Searcher:
     """One retrieval target and the search options applied to every query.
 
     Give exactly one target: ``url`` (HTTP mode, with ``api_key``), ``engine`` (an engine you own), or
-    ``data_dir`` / ``settings`` (an engine opened on first use, closed by :meth:`close`).
+    ``data_dir`` / ``settings`` (a lease on the process's shared engine of that data dir, taken on first use and
+    given back by :meth:`close`: see :mod:`ragindex.shared`).
 
     Args:
         set_id: The set to search.
@@ -184,12 +185,13 @@ class Searcher:
     def _open_engine(self) -> Engine:
         if self._engine is None:
             from ragindex.config.settings import Settings
-            from ragindex.engine import Engine
+            from ragindex.shared import shared_engine
 
-            settings = self._settings or Settings(data_dir=self._data_dir)
-            self._engine = Engine(settings)
-            # retrievers are rarely closed: give up the index lock when this one is collected
-            self._closers.append(weakref.finalize(self, self._engine.close))
+            # one engine per data dir per process (ragindex.shared): two retrievers and a store share it
+            lease = shared_engine(self._settings or Settings(data_dir=self._data_dir))
+            self._engine = lease.engine
+            # retrievers are rarely closed: give back the lease (the last one frees the lock) when collected
+            self._closers.append(weakref.finalize(self, lease.close))
         return self._engine
 
     def _open_client(self) -> Client:
@@ -201,9 +203,12 @@ class Searcher:
             self._closers.append(weakref.finalize(self, self._client.close))  # no socket left to the collector
         return self._client
 
-    def search(self, query: str, *, filter: Filter = None) -> SearchResult:
-        """Search the set for ``query`` with the options; ``filter`` narrows the options' filter further."""
-        options = self._options(filter)
+    def search(self, query: str, *, filter: Filter = None, options: Mapping[str, Any] | None = None) -> SearchResult:
+        """Search the set for ``query`` with the options; ``filter`` narrows the options' filter further.
+
+        ``options``: this call's own search options, over the searcher's (``filter`` is joined, not replaced).
+        """
+        options = self._options(filter, options)
         with self._lock:
             if self.url is not None:
                 client = self._open_client()
@@ -212,23 +217,28 @@ class Searcher:
                 return engine.search(query, user_id=self.user_id, set_id=self.set_id, **options)
         return client.search(query, set_id=self.set_id, **options)
 
-    async def asearch(self, query: str, *, filter: Filter = None) -> SearchResult:
+    async def asearch(
+        self, query: str, *, filter: Filter = None, options: Mapping[str, Any] | None = None
+    ) -> SearchResult:
         """Search without blocking the event loop: the async client over HTTP, a worker thread when embedded."""
         if self.url is None:
-            return await asyncio.to_thread(lambda: self.search(query, filter=filter))
+            return await asyncio.to_thread(lambda: self.search(query, filter=filter, options=options))
         from ragindex.client import AsyncClient
 
         async with AsyncClient(self.url, api_key=self.api_key, timeout=self.timeout) as client:
-            return await client.search(query, set_id=self.set_id, **self._options(filter))
+            return await client.search(query, set_id=self.set_id, **self._options(filter, options))
 
-    def _options(self, filter: Filter) -> dict[str, Any]:
-        """The search options with a call's ``filter`` joined to the options' one (both must hold)."""
+    def _options(self, filter: Filter, call: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The search options, a call's own over them, with a call's ``filter`` joined to the options' one."""
+        merged = {**self.options, **{k: v for k, v in (call or {}).items() if v is not None and k != "filter"}}
+        if isinstance(merged.get("doc_ids"), Sequence):
+            merged["doc_ids"] = list(merged["doc_ids"])
         if not filter:
-            return self.options
-        return {**self.options, "filter": both_filters(self.options.get("filter"), filter)}
+            return merged
+        return {**merged, "filter": both_filters(self.options.get("filter"), filter)}
 
     def close(self) -> None:
-        """Close the HTTP client, and the engine when this searcher opened it."""
+        """Close the HTTP client, and give back the shared engine's lease when this searcher took one."""
         with self._lock:
             for closer in self._closers:
                 closer()  # runs each close once, here or at collection
