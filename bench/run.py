@@ -1,4 +1,6 @@
-"""The benchmark suite: ``python -m bench.run [ingest] [noop] [change] [query] [pdf] [light] [watch]`` (default: all).
+"""The benchmark suite: ``python -m bench.run [ingest] [noop] [change] [query] [pdf] [light] [watch] [records]``.
+
+Default: all.
 
 Results go to docs/benchmarks.json (a subset run replaces only its sections) and docs/benchmarks.md.
 """
@@ -16,6 +18,7 @@ from bench.ingest import bench_change, bench_ingest, bench_noop
 from bench.latency import bench_query
 from bench.light import bench_light
 from bench.pdf import bench_pdf
+from bench.records import bench_records
 from bench.report import write
 from bench.watch import bench_watch
 
@@ -27,6 +30,7 @@ BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
     "pdf": bench_pdf,
     "light": bench_light,
     "watch": bench_watch,
+    "records": bench_records,
 }
 
 
