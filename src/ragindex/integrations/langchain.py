@@ -17,7 +17,9 @@ from ragindex._optional import missing_extra
 from ragindex.closing import Closing
 from ragindex.config.settings import Settings
 from ragindex.engine import Engine
+from ragindex.errors import ValidationError
 from ragindex.integrations._search import Filter, Searcher, hit_content, hit_metadata
+from ragindex.integrations.langchain_store import RagindexVectorStore
 from ragindex.types import Hit
 
 try:
@@ -27,7 +29,7 @@ try:
 except ImportError as exc:
     raise missing_extra("langchain", "the LangChain retriever", exc) from exc
 
-__all__ = ["RagindexRetriever"]
+__all__ = ["CALL_OPTIONS", "RagindexRetriever", "RagindexVectorStore"]
 
 
 class RagindexRetriever(BaseRetriever, Closing):
@@ -42,8 +44,13 @@ class RagindexRetriever(BaseRetriever, Closing):
 
     * ``url`` (and ``api_key``): a ``ragindex serve``; ``ainvoke`` uses the async client.
     * ``engine``: an open :class:`~ragindex.Engine` (yours to close).
-    * ``data_dir`` or ``settings``: an embedded index opened on the first query; call :meth:`close` (or use
-      ``with``) to give up its lock.
+    * ``data_dir`` or ``settings``: the process's shared engine of that data dir (:mod:`ragindex.shared`: two
+      retrievers and a :class:`RagindexVectorStore` on one data dir share one engine), taken on the first query;
+      :meth:`close` (or ``with``) gives it back, and the last user's close frees the index lock.
+
+    ``invoke(query, **kwargs)`` takes one call's own options over the retriever's: ``top_k`` (alias ``k``),
+    ``mode``, ``filter`` and the others of :data:`CALL_OPTIONS`; any other keyword raises
+    :class:`~ragindex.errors.ValidationError` naming it and the valid ones.
 
     ``filter`` (the JSON form of :mod:`ragindex.filters`, e.g. ``{"year": {"$gte": 2020}}``) narrows every search
     to chunks whose metadata matches; ``invoke(query, filter=...)`` narrows one call further (both must hold). A
@@ -114,18 +121,55 @@ class RagindexRetriever(BaseRetriever, Closing):
         )
 
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, filter: Filter = None
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, filter: Filter = None, **options: Any
     ) -> list[Document]:
-        return _documents(self._searcher.search(query, filter=filter).hits)
+        return _documents(self._searcher.search(query, filter=filter, options=call_options(options)).hits)
 
     async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, filter: Filter = None
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, filter: Filter = None, **options: Any
     ) -> list[Document]:
-        return _documents((await self._searcher.asearch(query, filter=filter)).hits)
+        found = await self._searcher.asearch(query, filter=filter, options=call_options(options))
+        return _documents(found.hits)
 
     def close(self) -> None:
         """Close the HTTP client, and the embedded engine this retriever opened."""
         self._searcher.close()
+
+
+CALL_OPTIONS = (
+    "top_k",
+    "k",
+    "mode",
+    "filter",
+    "doc_ids",
+    "score_threshold",
+    "fusion",
+    "candidates",
+    "rerank",
+    "expand",
+    "context_chars",
+    "group_by",
+    "sources",
+    "on_source_error",
+)
+"""The keywords ``RagindexRetriever.invoke(query, **kwargs)`` takes for one call (``k`` is ``top_k``)."""
+
+
+def call_options(options: dict[str, Any]) -> dict[str, Any]:
+    """One call's search options (``k`` as ``top_k``), or a ValidationError naming an unknown key and the valid ones."""
+    unknown = sorted(set(options) - set(CALL_OPTIONS))
+    if unknown:
+        raise ValidationError(
+            unknown[0],
+            f"unknown search option(s) {', '.join(map(repr, unknown))} for RagindexRetriever.invoke; valid: "
+            f"{', '.join(CALL_OPTIONS)}",
+        )
+    if "k" in options:
+        if "top_k" in options and options["top_k"] != options["k"]:
+            raise ValidationError("k", "give top_k or k (its alias), not both")
+        options = {**options, "top_k": options["k"]}
+        del options["k"]
+    return options
 
 
 def _documents(hits: Sequence[Hit]) -> list[Document]:
