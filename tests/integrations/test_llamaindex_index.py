@@ -6,6 +6,7 @@ refused by name, and the index inside LlamaIndex's own pipelines (query engine, 
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -29,7 +30,8 @@ from ragindex.config.settings import Settings
 from ragindex.engine import Engine
 from ragindex.errors import InputError, ValidationError
 from ragindex.filters import FilterError
-from ragindex.integrations.llamaindex import NODE_ID_FIELD, RagindexIndex
+from ragindex.integrations.llamaindex import NODE_ID_FIELD, RagindexIndex, RagindexRetriever
+from ragindex.shared import shared_count
 
 pytestmark = pytest.mark.integration
 
@@ -179,13 +181,37 @@ def test_the_async_twins(index: RagindexIndex) -> None:
     assert sorted(asyncio.run(run())) == ["t-1", "t-2", "t-3"]
 
 
-def test_an_index_on_a_data_dir_owns_its_engine_and_close_gives_up_the_lock(tmp_path: Path) -> None:
-    with RagindexIndex(data_dir=tmp_path / "data", set_id=3) as index:
-        index.insert_nodes(TIDES)
-        retriever = index.as_retriever(similarity_top_k=1)
-    with Engine(Settings(data_dir=tmp_path / "data")) as engine:  # the index's lock is gone
+def test_indexes_and_a_retriever_on_one_data_dir_share_its_engine_and_the_last_close_frees_it(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with RagindexIndex(data_dir=data, set_id=3) as tides, RagindexIndex(data_dir=data, set_id=4) as bees:
+        assert tides.engine is bees.engine and shared_count(data) == 2
+        tides.insert_nodes(TIDES)
+        bees.insert(Document(id_="bees", text="Honeybees make honey."))
+        with RagindexRetriever(data_dir=data, set_id=3, top_k=1) as plain:  # the retriever of files leases it too
+            assert plain.retrieve("moon gravity")[0].node.metadata["source"] == "tides"
+        fusion = QueryFusionRetriever(
+            [tides.as_retriever(similarity_top_k=1), bees.as_retriever(similarity_top_k=1)],
+            llm=MockLLM(),
+            num_queries=1,
+            similarity_top_k=2,
+            use_async=False,
+        )
+        assert {n.node.ref_doc_id for n in fusion.retrieve("honey and tides")} == {"tides", "bees"}
+    assert shared_count(data) == 0
+    with Engine(Settings(data_dir=data)) as engine:  # the indexes gave the lock back
         assert engine.search("moon gravity", user_id=1, set_id=3, top_k=1).hits[0].key == "tides"
+
+
+def test_a_retriever_keeps_its_index_and_engine_alive(tmp_path: Path) -> None:
+    index = RagindexIndex(data_dir=tmp_path / "data", set_id=3)
+    index.insert_nodes(TIDES)
+    retriever = index.as_retriever(similarity_top_k=1)
+    del index
+    gc.collect()
+    assert retriever.retrieve("moon gravity")[0].node.node_id == "t-1"
     del retriever
+    gc.collect()
+    assert shared_count(tmp_path / "data") == 0  # collected: the lease was given back
 
 
 # ---------------------------------------------------------------------------------------------------- filters

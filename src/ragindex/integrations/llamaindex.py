@@ -260,7 +260,8 @@ class RagindexIndex(BaseManagedIndex, Closing):
     a node besides these (relationships other than the source, excluded metadata keys, templates) is not kept.
 
     Give exactly one target: ``engine`` (an open :class:`~ragindex.Engine`, yours to close) or ``data_dir`` /
-    ``settings`` (an engine opened here, closed by :meth:`close`).
+    ``settings`` (a lease on the process's one engine of that data dir, shared with every other index, retriever and
+    store of the dir in this process and given back by :meth:`close`: see :mod:`ragindex.shared`).
 
     Args:
         nodes: Nodes to insert at construction (as :meth:`insert_nodes`).
@@ -305,11 +306,12 @@ class RagindexIndex(BaseManagedIndex, Closing):
         validate_ids(user_id=self.user_id, set_id=self.set_id)
         self._finalizer: weakref.finalize[[], RagindexIndex] | None = None
         if engine is None:
-            from ragindex.config.settings import Settings as _Settings
-            from ragindex.engine import Engine as _Engine
+            from ragindex.shared import shared_engine
 
-            engine = _Engine(settings or _Settings(data_dir=Path(data_dir).expanduser() if data_dir else None))
-            self._finalizer = weakref.finalize(self, engine.close)  # indexes are rarely closed: the lock goes with it
+            # one engine per data dir per process (ragindex.shared): indexes and retrievers of one dir share it
+            lease = shared_engine(settings, data_dir=data_dir)
+            engine = lease.engine
+            self._finalizer = weakref.finalize(self, lease.close)  # indexes are rarely closed: give back the lease
         self.engine: Engine = engine
         self._own_transformations = list(transformations or [])
         super().__init__(
@@ -504,7 +506,7 @@ class RagindexIndex(BaseManagedIndex, Closing):
         return index
 
     def close(self) -> None:
-        """Close the engine this index opened (an engine given to it is left open)."""
+        """Give back the lease on the shared engine of ``data_dir`` (an engine given to the index is left open)."""
         if self._finalizer is not None:
             self._finalizer()
 
