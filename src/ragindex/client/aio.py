@@ -78,6 +78,9 @@ class AsyncClient(ClientBase):
         return await self.send(calls.metrics())
 
     search = _sending(calls.search)
+    upsert_records = _sending(calls.upsert_records)
+    record = _sending(calls.record)
+    delete_record = _sending(calls.delete_record)
 
     async def upload(self, set_id: int, files: Sequence[UploadFile]) -> models.JobAccepted:
         """``POST /v1/sets/{set_id}/documents`` (see :meth:`Client.upload`)."""

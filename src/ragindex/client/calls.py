@@ -203,6 +203,32 @@ def parsed_document(doc_id: int) -> Call[models.ParsedDocumentOut]:
     return Call("GET", f"/v1/documents/{_segment(doc_id)}/parsed", models.ParsedDocumentOut.model_validate)
 
 
+def _json_object(raw: Any) -> dict[str, Any]:
+    return dict(raw)
+
+
+def upsert_records(set_id: int, records: Sequence[Mapping[str, Any]]) -> Call[dict[str, Any]]:
+    """``POST /v1/sets/{set_id}/records``: up to 1000 records ``{key, text | markdown | chunks, title?, metadata?}``.
+
+    The answer is the upsert's report (up to 100 records and 1 MiB: they are searchable when it comes), or, for a
+    larger batch, ``{job_id, status, records}`` of a job to wait for (``wait_for_job``).
+    """
+    if isinstance(records, Mapping) or not records:
+        raise ValidationError("records", "give a list of one or more records")
+    body = {"records": [dict(r) for r in records]}
+    return Call("POST", f"/v1/sets/{_segment(set_id)}/records", _json_object, json=body)
+
+
+def record(set_id: int, key: str) -> Call[dict[str, Any]]:
+    """``GET /v1/sets/{set_id}/records/{key}``: the record as stored (key, doc_id, title, metadata, status, ...)."""
+    return Call("GET", f"/v1/sets/{_segment(set_id)}/records/{_segment(key)}", _json_object)
+
+
+def delete_record(set_id: int, key: str) -> Call[dict[str, Any]]:
+    """``DELETE /v1/sets/{set_id}/records/{key}`` (``NotFoundError`` when no record has the key)."""
+    return Call("DELETE", f"/v1/sets/{_segment(set_id)}/records/{_segment(key)}", _json_object)
+
+
 def delete_document(doc_id: int) -> Call[models.Deletion]:
     """``DELETE /v1/documents/{doc_id}``."""
     return Call("DELETE", f"/v1/documents/{_segment(doc_id)}", models.Deletion.model_validate)

@@ -86,6 +86,9 @@ class Client(ClientBase):
 
     # ------------------------------------------------------------------ search
     search = _sending(calls.search)
+    upsert_records = _sending(calls.upsert_records)
+    record = _sending(calls.record)
+    delete_record = _sending(calls.delete_record)
 
     # ------------------------------------------------------------------ documents and sets
     def upload(self, set_id: int, files: Sequence[UploadFile]) -> models.JobAccepted:
