@@ -15,6 +15,7 @@ from ragindex.filters import FilterError
 from ragindex.integrations.langchain import CALL_OPTIONS, RagindexRetriever, RagindexVectorStore
 from ragindex.integrations.langchain_store import EXTRA_FIELD
 from ragindex.shared import shared_count, shared_engine
+from servekit import CORPUS_USER, Served
 
 pytestmark = pytest.mark.integration
 
@@ -119,3 +120,18 @@ def test_embeddings_are_refused_unless_none(tmp_path: Path) -> None:
         RagindexVectorStore(data_dir=tmp_path, set_id=1, embeddings=DeterministicFakeEmbedding(size=8))
     with pytest.raises(ValidationError, match="give the ids"):
         RagindexVectorStore(data_dir=tmp_path, set_id=1).delete()
+
+
+def test_over_http_metadata_filters_and_deletes(served: Served) -> None:
+    odd = {"year": 2021, "nested": {"x": [1, None]}, "tags": ["moon"]}
+    with RagindexVectorStore(url=served.url, api_key=served.key(CORPUS_USER + 61), set_id=7) as store:
+        ids = store.add_texts(["Ganymede is the largest moon.", "Titan has lakes of methane."], [odd, {"year": 2019}])
+        found = store.similarity_search("largest moon", k=2, filter={"year": {"$gte": 2020}})
+        assert found == [Document(id=ids[0], page_content="Ganymede is the largest moon.", metadata=odd)]
+        assert store.get_by_ids([ids[1], "nope"])[0].metadata == {"year": 2019}
+        with pytest.raises(ValidationError):
+            store.similarity_search("moon", filter={"nope": 1})
+        with pytest.raises(ValidationError, match="no engine"):
+            store.engine  # noqa: B018
+        store.delete([ids[0], "nope"])
+        assert [d.id for d in store.similarity_search("moon", k=4)] == [ids[1]]

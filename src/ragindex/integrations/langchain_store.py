@@ -19,19 +19,23 @@ on the way back: they round-trip, but a filter cannot select on them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragindex._optional import missing_extra
 from ragindex.closing import Closing
 from ragindex.config.settings import Settings
 from ragindex.engine import Engine
-from ragindex.errors import ValidationError
+from ragindex.errors import BackendError, NotFoundError, ValidationError
 from ragindex.integrations._search import Filter, Searcher, hit_metadata
 from ragindex.types import Hit
+
+if TYPE_CHECKING:
+    from ragindex.client import Client
 
 try:
     from langchain_core.documents import Document
@@ -44,6 +48,9 @@ __all__ = ["EXTRA_FIELD", "SEARCH_OPTIONS", "RagindexVectorStore"]
 
 EXTRA_FIELD = "langchain_extra"
 """The metadata field that holds, as JSON text, the caller's values ragindex metadata cannot type."""
+
+HTTP_BATCH = 100
+"""Records per ``POST /v1/sets/{set_id}/records`` of the HTTP form: the most the service answers synchronously."""
 
 SEARCH_OPTIONS = (
     "mode",
@@ -112,6 +119,11 @@ class RagindexVectorStore(VectorStore, Closing):
     * ``data_dir`` or ``settings``: the process's shared engine of that data dir (:mod:`ragindex.shared`: two
       retrievers and a store on one data dir share one engine), given back by :meth:`close`.
 
+    Over HTTP the store uses the records routes: ``add_texts`` posts batches of :data:`HTTP_BATCH` records
+    (searchable when it returns; a batch over 1 MiB becomes a job it waits for), ``delete`` sends one ``DELETE`` per
+    id, a search reads each hit's record for its metadata (a hit over HTTP carries none: ``k`` + 1 requests), and
+    ``get_by_ids`` reads the record, its document and its chunk (3 requests per id).
+
     ragindex embeds with its own models (the data dir's dense model, BM25 and sparse encoders), so the store takes
     no LangChain ``Embeddings``: ``embeddings`` must be None, and anything else is refused with
     :class:`~ragindex.errors.ValidationError` rather than silently ignored. :attr:`embeddings` is None.
@@ -168,12 +180,6 @@ class RagindexVectorStore(VectorStore, Closing):
             user_id=user_id,
             options=options,
         )
-        if self._searcher.mode == "http":
-            raise ValidationError(
-                "url",
-                "the vector store is embedded only in this version (data_dir=, settings= or engine=); over HTTP "
-                "use RagindexRetriever(url=...) to search",
-            )
 
     # ------------------------------------------------------------------ target
     @property
@@ -183,8 +189,18 @@ class RagindexVectorStore(VectorStore, Closing):
 
     @property
     def engine(self) -> Engine:
-        """The engine the store writes to and searches (the shared one of its data dir, opened on first use)."""
+        """The engine the store writes to and searches (the shared one of its data dir, opened on first use).
+
+        Raises:
+            ValidationError: The store is over HTTP.
+        """
+        if self._searcher.mode == "http":
+            raise ValidationError("url", "this store is over HTTP: it has no engine in this process")
         return self._searcher._open_engine()
+
+    @property
+    def _client(self) -> Client | None:
+        return self._searcher._open_client() if self._searcher.mode == "http" else None
 
     @property
     def user_id(self) -> int:
@@ -230,8 +246,17 @@ class RagindexVectorStore(VectorStore, Closing):
         from ragindex.records import MAX_BATCH
 
         batch = list(records.values())
-        for start in range(0, len(batch), MAX_BATCH):
-            self.engine.upsert(batch[start : start + MAX_BATCH], user_id=self.user_id, set_id=self.set_id)
+        client = self._client
+        if client is None:
+            for start in range(0, len(batch), MAX_BATCH):
+                self.engine.upsert(batch[start : start + MAX_BATCH], user_id=self.user_id, set_id=self.set_id)
+            return keys
+        for start in range(0, len(batch), HTTP_BATCH):
+            answer = client.upsert_records(self.set_id, batch[start : start + HTTP_BATCH])
+            if "job_id" in answer:  # over 1 MiB of content: the service made it a job
+                job = client.wait_for_job(str(answer["job_id"]))
+                if job.status != "succeeded":
+                    raise BackendError(f"the records job {job.job_id} ended {job.status}: {job.error or 'no error'}")
         return keys
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
@@ -244,8 +269,14 @@ class RagindexVectorStore(VectorStore, Closing):
         if ids is None:
             raise ValidationError("ids", "give the ids to delete; deleting a whole set is not done through LangChain")
         keys = list(dict.fromkeys(ids))
-        for start in range(0, len(keys), 1000):
-            self.engine.delete(keys=keys[start : start + 1000], user_id=self.user_id, set_id=self.set_id)
+        client = self._client
+        if client is None:
+            for start in range(0, len(keys), 1000):
+                self.engine.delete(keys=keys[start : start + 1000], user_id=self.user_id, set_id=self.set_id)
+            return True
+        for key in keys:
+            with contextlib.suppress(NotFoundError):  # an unknown id is ignored, as LangChain's stores do
+                client.delete_record(self.set_id, key)
         return True
 
     # ------------------------------------------------------------------ reads
@@ -254,6 +285,9 @@ class RagindexVectorStore(VectorStore, Closing):
 
         A record written outside this store with several chunks comes back with its chunks joined by blank lines.
         """
+        client = self._client
+        if client is not None:
+            return [doc for doc in (self._http_document(client, key) for key in ids) if doc is not None]
         engine = self.engine
         found = engine.store.documents_by_key(self.user_id, self.set_id, list(dict.fromkeys(ids)))
         out: list[Document] = []
@@ -265,6 +299,17 @@ class RagindexVectorStore(VectorStore, Closing):
             text = "\n\n".join(c.content for c in chunks)
             out.append(Document(id=key, page_content=text, metadata=decode_metadata(doc.metadata)))
         return out
+
+    def _http_document(self, client: Client, key: str) -> Document | None:
+        """A record over HTTP: its metadata, then its chunks' texts (None when no record has the key)."""
+        try:
+            found = client.record(self.set_id, key)
+            detail = client.document(int(found["doc_id"]), chunks=True)
+            ids = [c.chunk_id for c in detail.chunks or () if c.unit == "chunk"]
+            text = "\n\n".join(client.chunk(chunk_id).text for chunk_id in ids)
+        except NotFoundError:
+            return None  # unknown, or deleted meanwhile
+        return Document(id=key, page_content=text, metadata=decode_metadata(found.get("metadata") or {}))
 
     def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
         """The ``k`` documents that best match ``query`` (``filter=``, ``mode=`` and :data:`SEARCH_OPTIONS`)."""
@@ -282,10 +327,20 @@ class RagindexVectorStore(VectorStore, Closing):
         _check_options(kwargs)
         options = {"top_k": k, "group_by": "document", "expand": "none", **kwargs}
         result = self._searcher.search(query, filter=filter, options=options)
-        return [(self._document(hit), hit.score) for hit in result.hits]
+        client = self._client
+        if client is None:
+            return [(self._document(hit, hit.metadata), hit.score) for hit in result.hits]
+        out = []
+        for hit in result.hits:  # a hit over HTTP carries no metadata: read its record's
+            try:
+                metadata = client.record(self.set_id, hit.key).get("metadata") or {}
+            except NotFoundError:
+                continue  # deleted since the search
+            out.append((self._document(hit, metadata), hit.score))
+        return out
 
-    def _document(self, hit: Hit) -> Document:
-        metadata = decode_metadata(hit.metadata)
+    def _document(self, hit: Hit, stored: Mapping[str, Any]) -> Document:
+        metadata = decode_metadata(stored)
         if self.include_ragindex_metadata:
             metadata["ragindex"] = hit_metadata(hit)
         return Document(id=hit.key, page_content=hit.text, metadata=metadata)
