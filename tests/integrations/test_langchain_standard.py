@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 from langchain_tests.integration_tests import RetrieversIntegrationTests, VectorStoreIntegrationTests
 
@@ -76,6 +77,12 @@ class TestRagindexRetrieverEmbedded(RetrieversIntegrationTests):
     def num_results_arg_name(self) -> str:
         return "top_k"
 
+    @pytest.fixture
+    def retriever(self) -> Iterator[BaseRetriever]:
+        """The suite's retriever, closed after the test (its lease on the shared engine given back)."""
+        with RagindexRetriever(**self.retriever_constructor_params) as retriever:
+            yield retriever
+
 
 HTTP_USER = CORPUS_USER + 60  # a tenant of its own: its sets are empty until a test writes one
 
@@ -111,3 +118,9 @@ class TestRagindexRetrieverHTTP(RetrieversIntegrationTests):
     @property
     def num_results_arg_name(self) -> str:
         return "top_k"
+
+    @pytest.fixture
+    def retriever(self) -> Iterator[BaseRetriever]:
+        """The suite's retriever, closed after the test (its lease on the shared engine given back)."""
+        with RagindexRetriever(**self.retriever_constructor_params) as retriever:
+            yield retriever
