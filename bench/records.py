@@ -189,6 +189,8 @@ def bench_records() -> dict[str, Any]:
     shutil.rmtree(encode_dir, ignore_errors=True)
     proc = python_module("bench.records", "encode", str(encode_dir), "1000")
     result["encode"] = {**proc.json(), "command": f"python -m bench.records encode {encode_dir} 1000"}
+    proc = python_module("bench.records_http", "1000")
+    result["http"] = proc.json()
     save_section("records", result)
     return result
 

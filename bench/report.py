@@ -316,6 +316,15 @@ def _records(s: dict[str, Any]) -> list[str]:
         f"{_f(e['upsert_s'])} s, one raw `SentenceTransformer.encode` of their texts {_f(e['raw_encode_s'])} s: "
         f"**{_f(e['ratio'])}x**. Command: `{e['command']}`",
     ]
+    if (h := s.get("http")) is not None:
+        lines += [
+            "",
+            f"HTTP batch upsert of {h['records']:,} short records ({h['text_chars']} characters, one chunk each) to "
+            f"`ragindex serve`, one `POST /v1/sets/1/records` (a {h['first']['status']} job), from the request to the "
+            f"job's end: {_f(h['first']['s'])} s against one raw float32 encode of the same texts "
+            f"{_f(h['raw_encode_s'])} s: **{_f(h['ratio'])}x**; the same batch again: {_f(h['same']['s'])} s, "
+            f"{h['same'].get('embedded')} embedded. Command: `{h['command']}`",
+        ]
     return lines
 
 
