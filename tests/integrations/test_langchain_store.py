@@ -135,3 +135,17 @@ def test_over_http_metadata_filters_and_deletes(served: Served) -> None:
             store.engine  # noqa: B018
         store.delete([ids[0], "nope"])
         assert [d.id for d in store.similarity_search("moon", k=4)] == [ids[1]]
+
+
+def test_over_http_a_batch_over_a_mebibyte_is_a_job_waited_for(served: Served, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 13 texts of 85,000 characters: over the service's 1 MiB of synchronous content (a chunk holds 100,000 at most)
+    texts = [f"Part {n} of a long manual about lighthouse lenses. " + "lens " * 17_000 for n in range(13)]
+    with RagindexVectorStore(url=served.url, api_key=served.key(CORPUS_USER + 62), set_id=8) as store:
+        client = store._searcher._open_client()
+        waited: list[str] = []
+        wait = client.wait_for_job
+        monkeypatch.setattr(client, "wait_for_job", lambda job_id: waited.append(job_id) or wait(job_id))
+        ids = store.add_texts(texts, ids=[f"p{n}" for n in range(13)])
+        assert len(waited) == 1
+        assert [d.id for d in store.get_by_ids(ids)] == ids  # searchable and readable once add_texts returns
+        assert len({d.id for d in store.similarity_search("lighthouse lenses manual", k=13)}) == 13
