@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
+from ragindex.client.models import JobDetail
 from ragindex.config.settings import Settings
 from ragindex.engine import Engine
 from ragindex.errors import IndexLockedError, ValidationError
@@ -144,7 +145,12 @@ def test_over_http_a_batch_over_a_mebibyte_is_a_job_waited_for(served: Served, m
         client = store._searcher._open_client()
         waited: list[str] = []
         wait = client.wait_for_job
-        monkeypatch.setattr(client, "wait_for_job", lambda job_id: waited.append(job_id) or wait(job_id))
+
+        def counted(job_id: str) -> JobDetail:
+            waited.append(job_id)
+            return wait(job_id)
+
+        monkeypatch.setattr(client, "wait_for_job", counted)
         ids = store.add_texts(texts, ids=[f"p{n}" for n in range(13)])
         assert len(waited) == 1
         assert [d.id for d in store.get_by_ids(ids)] == ids  # searchable and readable once add_texts returns
