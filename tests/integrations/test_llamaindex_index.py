@@ -18,6 +18,7 @@ from llama_index.core import Settings as LlamaSettings
 from llama_index.core.base.base_selector import BaseSelector, SelectorResult, SingleSelection
 from llama_index.core.indices.managed.base import BaseManagedIndex
 from llama_index.core.llms import MockLLM
+from llama_index.core.memory import ChatMemoryBuffer
 from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.retrievers import QueryFusionRetriever, RouterRetriever
@@ -323,6 +324,33 @@ def test_retriever_query_engine_over_the_retriever(filtered: RagindexIndex) -> N
     engine = RetrieverQueryEngine.from_args(filtered.as_retriever(similarity_top_k=1), llm=MockLLM())
     answer = engine.query("honeybee queen")
     assert [n.node.node_id for n in answer.source_nodes] == ["r1"] and "Honeybee colonies" in str(answer)
+
+
+@pytest.fixture
+def loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """This thread's event loop, closed after the test: LlamaIndex's sync chat path (``asyncio_run`` to count tokens)
+    takes the thread's loop, and would create one and leave it open."""
+    opened = asyncio.new_event_loop()
+    asyncio.set_event_loop(opened)
+    yield opened
+    asyncio.set_event_loop(None)
+    opened.close()
+
+
+@pytest.mark.parametrize("mode", ["context", "condense_plus_context", "condense_question", "best"])
+def test_chat_engines_with_mock_llm(filtered: RagindexIndex, mode: str, loop: asyncio.AbstractEventLoop) -> None:
+    # chat engine options go to the chat engine; a ChatMemoryBuffer, as LlamaIndex's default Memory leaves an
+    # aiosqlite connection open
+    extra: dict[str, Any] = {"memory": ChatMemoryBuffer.from_defaults(llm=MockLLM())}
+    if mode != "condense_question":  # the one chat engine without a system prompt
+        extra["system_prompt"] = "Be brief."
+    chat = filtered.as_chat_engine(
+        chat_mode=mode, llm=MockLLM(), similarity_top_k=1, filters=all_of(f("lang", "en")), **extra
+    )
+    first = chat.chat("when do spring tides come")
+    assert [n.node.node_id for n in first.source_nodes] == ["r3"]
+    again = loop.run_until_complete(chat.achat("and honeybee queens?"))
+    assert all(n.node.metadata["lang"] == "en" for n in again.source_nodes)
 
 
 def _two_indexes(engine: Engine) -> tuple[RagindexIndex, RagindexIndex]:

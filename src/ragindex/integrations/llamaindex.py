@@ -33,6 +33,7 @@ from ragindex.integrations._search import (
 try:
     from llama_index.core.base.base_query_engine import BaseQueryEngine
     from llama_index.core.callbacks import CallbackManager
+    from llama_index.core.chat_engine.types import BaseChatEngine, ChatMode
     from llama_index.core.data_structs.data_structs import IndexDict
     from llama_index.core.indices.managed.base import BaseManagedIndex
     from llama_index.core.ingestion import run_transformations
@@ -463,6 +464,39 @@ class RagindexIndex(BaseManagedIndex, Closing):
         resolved = resolve_llm(llm, callback_manager=self._callback_manager) if llm else LlamaSettings.llm
         rest = {k: v for k, v in kwargs.items() if k not in _RETRIEVER_KEYS}
         return RetrieverQueryEngine.from_args(retriever, llm=resolved, callback_manager=self._callback_manager, **rest)
+
+    def as_chat_engine(
+        self, chat_mode: ChatMode | str = ChatMode.BEST, llm: LLMType | None = None, **kwargs: Any
+    ) -> BaseChatEngine:
+        """LlamaIndex's chat engine of ``chat_mode`` over :meth:`as_retriever`.
+
+        Retriever keywords go to the retriever, the rest to the chat engine (``system_prompt``, ``memory``, ...).
+        ``BEST`` is ``CONDENSE_PLUS_CONTEXT``, as in LlamaIndex; ``llm=None`` means ``Settings.llm``.
+        """
+        from llama_index.core.chat_engine import (
+            CondensePlusContextChatEngine,
+            CondenseQuestionChatEngine,
+            ContextChatEngine,
+            SimpleChatEngine,
+        )
+        from llama_index.core.llms.utils import resolve_llm
+        from llama_index.core.settings import Settings as LlamaSettings
+
+        mode = ChatMode(chat_mode)
+        if mode not in (ChatMode.CONDENSE_QUESTION, ChatMode.CONTEXT, ChatMode.CONDENSE_PLUS_CONTEXT,
+                        ChatMode.BEST, ChatMode.SIMPLE):  # fmt: skip
+            return super().as_chat_engine(chat_mode=mode, llm=llm, **kwargs)  # LlamaIndex's error for REACT, OPENAI
+        resolved = resolve_llm(llm, callback_manager=self._callback_manager) if llm else LlamaSettings.llm
+        mine = {k: v for k, v in kwargs.items() if k in _RETRIEVER_KEYS}
+        rest = {k: v for k, v in kwargs.items() if k not in _RETRIEVER_KEYS}
+        if mode == ChatMode.CONDENSE_QUESTION:
+            engine = self.as_query_engine(llm=resolved, **mine)
+            return CondenseQuestionChatEngine.from_defaults(query_engine=engine, llm=resolved, **rest)
+        if mode == ChatMode.CONTEXT:
+            return ContextChatEngine.from_defaults(retriever=self.as_retriever(**mine), llm=resolved, **rest)
+        if mode == ChatMode.SIMPLE:
+            return SimpleChatEngine.from_defaults(llm=resolved, **rest)
+        return CondensePlusContextChatEngine.from_defaults(retriever=self.as_retriever(**mine), llm=resolved, **rest)
 
     @property
     def ref_doc_info(self) -> dict[str, RefDocInfo]:
