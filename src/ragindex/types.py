@@ -251,6 +251,7 @@ class Hit:
             "doc_id": self.doc_id,
             "set_id": self.set_id,
             "score": self.score,
+            "key": self.source,
             "source": self.source,
             "filename": self.filename,
             "page": self.page,

@@ -680,7 +680,8 @@ class SourceSync:
             return False
         report.chunks["total"] += cut.chunks
         report.chunks["sections"] += cut.sections
-        report.chunks["reused"] += len(diff.kept)
+        if not diff.requeued:  # requeued rows are counted when the indexer reuses their cached vectors
+            report.chunks["reused"] += len(diff.kept)
         report.chunks["removed"] += len(diff.removed)
         self._new_chunks += len(diff.added)
         if self.warm is not None:

@@ -198,11 +198,16 @@ class ChunkView:
 
 @dataclass(frozen=True, slots=True)
 class ChunkDiff:
-    """Outcome of replacing a document's chunks: which chunk ids were kept, added and removed."""
+    """Outcome of replacing a document's chunks: which chunk ids were kept, added and removed.
+
+    ``requeued``: the kept rows' copies went back to PENDING (the document's metadata changed): they are written
+    again, with their vectors from the embedding cache.
+    """
 
     kept: tuple[str, ...]
     added: tuple[str, ...]
     removed: tuple[str, ...]
+    requeued: bool = False
 
 
 @dataclass(frozen=True, slots=True)

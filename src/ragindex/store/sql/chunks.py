@@ -215,6 +215,7 @@ def replace_chunk_rows(
         kept=tuple(k["b_chunk_id"] for k in rows.kept),
         added=tuple(a["chunk_id"] for a in rows.added),
         removed=tuple(removed),
+        requeued=requeue and bool(rows.kept),
     )
 
 
