@@ -140,6 +140,15 @@ def test_documents_replace_nodes_and_none_values_are_left_out(index: RagindexInd
     assert (ref, meta, text) == ("tides", {"lang": "en"}, "Tides, in one paragraph.")
 
 
+def test_refresh_ref_docs_tells_which_documents_changed(index: RagindexIndex) -> None:
+    docs = [Document(id_="a", text="Alpha is first."), Document(id_="b", text="Beta is second.")]
+    assert index.refresh_ref_docs(docs) == [True, True]
+    assert index.refresh_ref_docs(docs) == [False, False]  # unchanged records: nothing written
+    docs[1] = Document(id_="b", text="Beta is second.", metadata={"lang": "en"})
+    assert asyncio.run(index.arefresh_ref_docs(docs)) == [False, True]
+    assert sorted(index.ref_doc_info) == ["a", "b"] and index.ref_doc_info["b"].metadata == {"lang": "en"}
+
+
 def test_from_documents_with_a_node_parser_keeps_the_parsers_node_ids(engine: Engine) -> None:
     text = " ".join(f"Sentence {i} is about the tides of the sea." for i in range(40))
     docs = [Document(id_="long", text=text, metadata={"lang": "en"})]

@@ -59,6 +59,7 @@ except ImportError as exc:
 if TYPE_CHECKING:
     from ragindex.config.settings import Settings
     from ragindex.engine import Engine
+    from ragindex.pipeline.report import IngestReport
     from ragindex.types import Hit
 
 __all__ = ["NODE_ID_FIELD", "RagindexIndex", "RagindexRetriever", "metadata_filters_to_filter"]
@@ -242,8 +243,8 @@ _RETRIEVER_KEYS = frozenset(
 class RagindexIndex(BaseManagedIndex, Closing):
     """A LlamaIndex managed index whose documents and nodes are ragindex records of one set (ragindex embeds).
 
-    Nodes need no embedding and no embed model: ragindex embeds with its own models, so neither OpenAI nor
-    ``Settings.embed_model`` is touched. How LlamaIndex objects become records:
+    Nodes need no embedding and no embed model: ragindex embeds with its own models (a node's own ``embedding`` is
+    ignored), so neither OpenAI nor ``Settings.embed_model`` is touched. How LlamaIndex objects become records:
 
     * ``insert(document)``: the document is one record under ``document.id_`` (its key), its text cut by ragindex's
       chunker, its metadata the record's. With ``transformations=`` given to the index, the transformations cut it
@@ -335,16 +336,31 @@ class RagindexIndex(BaseManagedIndex, Closing):
         """:meth:`insert` in a worker thread."""
         await asyncio.to_thread(self.insert, document, **insert_kwargs)
 
-    def insert_documents(self, documents: Sequence[Document], **insert_kwargs: Any) -> None:
-        """Insert (or replace) documents, up to 1,000 records per ragindex upsert."""
+    def insert_documents(self, documents: Sequence[Document], **insert_kwargs: Any) -> list[IngestReport]:
+        """Insert (or replace) documents, up to 1,000 records per ragindex upsert; the upserts' reports."""
         with self._callback_manager.as_trace("insert"):
             if self._own_transformations:
                 nodes = run_transformations(
                     list(documents), self._own_transformations, show_progress=self._show_progress, **insert_kwargs
                 )
-                self._upsert_nodes(nodes, replace=True)
-            else:
-                self._upsert([_document_record(d) for d in documents])
+                return self._upsert_nodes(nodes, replace=True)
+            return self._upsert([_document_record(d) for d in documents])
+
+    def refresh_ref_docs(self, documents: Sequence[Document], **update_kwargs: Any) -> list[bool]:
+        """Insert or replace each document; for each, whether it changed anything (False: its record was unchanged).
+
+        ragindex compares each record with the stored one (its content, title and metadata hash), so unlike
+        LlamaIndex's docstore-based refresh this holds across processes, and an unchanged document costs one read.
+        """
+        changed = []
+        for document in documents:
+            reports = self.insert_documents([document], **update_kwargs.get("insert_kwargs", {}))
+            changed.append(any(r.documents.get("unchanged", 0) == 0 for r in reports))
+        return changed
+
+    async def arefresh_ref_docs(self, documents: Sequence[Document], **update_kwargs: Any) -> list[bool]:
+        """:meth:`refresh_ref_docs` in a worker thread."""
+        return await asyncio.to_thread(self.refresh_ref_docs, documents, **update_kwargs)
 
     def insert_nodes(self, nodes: Sequence[BaseNode], **insert_kwargs: Any) -> None:
         """Insert nodes: each ``ref_doc_id``'s nodes are added to that record's (see the class docstring)."""
@@ -383,7 +399,7 @@ class RagindexIndex(BaseManagedIndex, Closing):
             "delete_ref_doc(ref_doc_id), or insert_nodes / update_ref_doc with the nodes to keep"
         )
 
-    def _upsert_nodes(self, nodes: Sequence[BaseNode], *, replace: bool) -> None:
+    def _upsert_nodes(self, nodes: Sequence[BaseNode], *, replace: bool) -> list[IngestReport]:
         groups: dict[str, list[TextNode]] = {}
         for node in nodes:
             if not isinstance(node, TextNode):
@@ -395,7 +411,7 @@ class RagindexIndex(BaseManagedIndex, Closing):
             chunks = {c["metadata"][NODE_ID_FIELD]: c for c in current.get(key, [])}  # in order, replaced in place
             chunks.update({node.node_id: _node_chunk(node) for node in group})
             records.append({"key": key, "chunks": list(chunks.values())})
-        self._upsert(records)
+        return self._upsert(records)
 
     def _current_chunks(self, keys: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         """Key -> the chunks of that record when it is made of nodes (each with its node id), as upsert takes them."""
@@ -408,11 +424,13 @@ class RagindexIndex(BaseManagedIndex, Closing):
                 out[key] = [{"text": row.content, "metadata": f} for row, f in zip(rows, fields, strict=True)]
         return out
 
-    def _upsert(self, records: Sequence[Mapping[str, Any]]) -> None:
+    def _upsert(self, records: Sequence[Mapping[str, Any]]) -> list[IngestReport]:
         from ragindex.records import MAX_BATCH
 
-        for start in range(0, len(records), MAX_BATCH):
+        return [
             self.engine.upsert(records[start : start + MAX_BATCH], user_id=self.user_id, set_id=self.set_id)
+            for start in range(0, len(records), MAX_BATCH)
+        ]
 
     # ------------------------------------------------------------------ reading
     def as_retriever(self, **kwargs: Any) -> BaseRetriever:
