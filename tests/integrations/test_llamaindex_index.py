@@ -178,6 +178,19 @@ def test_bad_nodes_and_metadata_are_refused_naming_them(index: RagindexIndex) ->
     assert found(index, "text") == []  # nothing of a refused batch was written
 
 
+def test_retriever_options_the_json_filter_and_what_is_not_supported(index: RagindexIndex) -> None:
+    index.insert_nodes(TIDES)
+    assert [n for n, *_ in found(index, "tides", filter={"lang": "de"})] == ["t-3"]
+    assert [n for n, *_ in found(index, "tides", filter='{"page": {"$gte": 2}}', mode="bm25")] == ["t-2"]
+    assert len(index.as_retriever(top_k=2).retrieve("tides")) == 2
+    with pytest.raises(TypeError, match="similarity_top_k or top_k"):
+        index.as_retriever(similarity_top_k=1, top_k=2)
+    with pytest.raises(NotImplementedError, match="delete_ref_doc"):
+        index.delete_nodes(["t-1"])
+    with pytest.raises(ValueError, match="REACT and ChatMode.OPENAI"):
+        index.as_chat_engine(chat_mode="react", llm=MockLLM())
+
+
 def test_the_async_twins(index: RagindexIndex) -> None:
     async def run() -> list[str]:
         await index.ainsert_nodes(TIDES)
