@@ -110,6 +110,15 @@ def test_insert_nodes_adds_to_a_document_and_replaces_a_node_of_the_same_id_in_p
     assert texts["t-1"] == "Tides rise twice a day." and set(texts) == {"t-1", "t-2", "t-3"}
 
 
+def test_nodes_at_construction_and_nodes_over_a_document_ragindex_cut(engine: Engine) -> None:
+    index = RagindexIndex(TIDES[:1], engine=engine, set_id=next(_SETS))
+    assert index.ref_doc_info["tides"].node_ids == ["t-1"]
+    index.insert(Document(id_="bees", text="Bees make honey."))
+    index.insert_nodes([node("b-1", "Drones do not sting.", "bees")])  # the text record becomes this node's record
+    assert index.ref_doc_info["bees"].node_ids == ["b-1"]
+    assert [(n, t) for n, r, _, t in found(index, "bees") if r == "bees"] == [("b-1", "Drones do not sting.")]
+
+
 def test_a_node_without_a_source_is_its_own_document(index: RagindexIndex) -> None:
     index.insert_nodes([node("lonely", "A lighthouse keeps ships off the rocks.", None, lang="en")])
     assert found(index, "lighthouse") == [

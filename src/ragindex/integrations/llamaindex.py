@@ -251,8 +251,9 @@ class RagindexIndex(BaseManagedIndex, Closing):
       instead and its nodes are inserted as below.
     * ``insert_nodes(nodes)``: the nodes of one ``ref_doc_id`` (a node without one is its own document) are one
       record under that key, whose pre-cut ``chunks`` are the nodes' texts in order, each with the node's metadata
-      and its ``id_`` (in :data:`NODE_ID_FIELD`). Nodes of a document already in the set are added to its nodes
-      (a node whose id is already there replaces it in place); ``update_ref_doc`` replaces them all.
+      and its ``id_`` (in :data:`NODE_ID_FIELD`). Nodes of a record already made of nodes are added to its nodes
+      (a node whose id is already there replaces it in place); any other record of that key (a document ragindex
+      cut) is replaced by them, and ``update_ref_doc`` replaces them all.
     * ``delete_ref_doc(ref_doc_id)`` deletes the record of that key.
 
     The retriever (:meth:`as_retriever`) returns ``TextNode`` objects with the caller's ``id_`` (a chunk ragindex cut
@@ -289,10 +290,7 @@ class RagindexIndex(BaseManagedIndex, Closing):
         transformations: list[TransformComponent] | None = None,
         callback_manager: CallbackManager | None = None,
         show_progress: bool = False,
-        **kwargs: Any,
     ) -> None:
-        if kwargs:
-            raise TypeError(f"RagindexIndex.__init__() got an unexpected keyword argument {sorted(kwargs)[0]!r}")
         targets = (("engine", engine), ("data_dir", data_dir), ("settings", settings))
         given = [name for name, value in targets if value is not None]
         if len(given) != 1:
