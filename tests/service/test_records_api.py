@@ -124,6 +124,11 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
     ("bad field name", {"records": [{"key": "bad/k", "text": "x", "metadata": {"1x": "a"}}]}, "records.0.metadata.1x"),
     ("over the batch limit", {"records": [{"key": f"b/{n}", "text": "x"} for n in range(1001)]}, "records"),
     ("a key twice", {"records": [{"key": "bad/d", "text": "x"}, {"key": "bad/d", "text": "y"}]}, "records.1.key"),
+    (
+        "a number past 2**53",
+        {"records": [{"key": "bad/i", "text": "x", "metadata": {"a": -(2**53) - 1}}]},
+        "records.0.metadata.a",
+    ),
     ("blank text", {"records": [{"key": "bad/b", "text": "  "}]}, "records.0.text"),
 ]
 

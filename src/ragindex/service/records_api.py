@@ -19,7 +19,7 @@ import binascii
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
-from pydantic import AfterValidator, BaseModel, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, StringConstraints, field_validator
 from pydantic.json_schema import WithJsonSchema
 
 from ragindex.errors import InputError, ValidationError
@@ -34,7 +34,7 @@ from ragindex.metadata import (
 )
 from ragindex.records import MAX_BATCH, MAX_RECORD_CHUNKS, RESERVED_CHUNK_FIELDS, RecordError, validate_key
 from ragindex.records import MAX_KEY_CHARS as MAX_RECORD_KEY_CHARS
-from ragindex.service.schemas import NOT_BLANK, _Body, _examples, _Out
+from ragindex.service.schemas import NOT_BLANK, _Body, _examples, _given_only, _Out
 
 T = TypeVar("T")
 MAX_TEXT_CHARS = 100_000
@@ -48,15 +48,18 @@ SYNC_MAX_CONTENT_BYTES = 1024 * 1024
 """A batch whose content (texts, chunks and decoded data) is larger than this answers 202 with a job."""
 
 
-def _non_printable_class() -> str:
-    """A regular-expression class of every character ``str.isprintable()`` refuses, as escapes (Python and Rust)."""
+def _printable_class() -> str:
+    """A regular-expression class of every character ``str.isprintable()`` takes, as escapes (Python and Rust).
+
+    (Named positively: a generator draws from a class of what it may take ten times faster than from a negated one.)
+    """
     ranges: list[tuple[int, int]] = []
     start: int | None = None
     for cp in range(0x110000):
-        bad = not chr(cp).isprintable()
-        if bad and start is None:
+        good = chr(cp).isprintable()
+        if good and start is None:
             start = cp
-        elif not bad and start is not None:
+        elif not good and start is not None:
             ranges.append((start, cp - 1))
             start = None
     if start is not None:
@@ -68,14 +71,18 @@ def _non_printable_class() -> str:
     return "".join(esc(a) if a == b else f"{esc(a)}-{esc(b)}" for a, b in ranges)
 
 
-_NP = _non_printable_class()
-KEY_JSON_PATTERN = f"^[^{_NP}]*[^{_NP} ][^{_NP}]*$"
-"""A record key as JSON Schema says it: printable characters (``str.isprintable``), not only spaces."""
+END = r"(?![\s\S])"
+"""The end of the text in a JSON Schema pattern: ``$`` lets Python's ``re`` (and so a schema-based generator) take
+a text with one more newline at its end, which the service's patterns (Rust's ``$``) refuse."""
+KEY_JSON_PATTERN = f"^[{_printable_class()}]+{END}"
+"""A record key's characters as JSON Schema says them: printable ones (``str.isprintable``); not only spaces is the
+schema's ``not``."""
 KEY_SCHEMA: dict[str, Any] = {
     "type": "string",
     "minLength": 1,
     "maxLength": MAX_RECORD_KEY_CHARS,
     "pattern": KEY_JSON_PATTERN,
+    "not": {"pattern": f"^ +{END}"},
     "description": "The record's key: 1-256 printable characters (no control characters), not only spaces; "
     "`/` allowed. Unique in its set.",
 }
@@ -105,7 +112,7 @@ def _name_schema(reserved: Sequence[str] = ()) -> dict[str, Any]:
     return {
         "type": "string",
         "maxLength": MAX_KEY_CHARS,
-        "pattern": f"^{KEY_PATTERN.pattern}$",
+        "pattern": f"^{KEY_PATTERN.pattern}{END}",
         "not": {"anyOf": refused},
     }
 
@@ -118,7 +125,18 @@ FieldName = Annotated[
 ]
 _MetaString = Annotated[str, StringConstraints(max_length=MAX_STRING_CHARS, pattern="^[^\\u0000]*$")]
 _MetaInt = Annotated[int, Field(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
-_MetaFloat = Annotated[float, Field(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER, allow_inf_nan=False)]
+
+
+def _fraction(value: object) -> object:
+    # an integer is the integer branch's: read as a float, -2**53 - 1 would round into the bounds
+    if isinstance(value, int):
+        raise ValueError("an integer beyond ±2**53")
+    return value
+
+
+_MetaFloat = Annotated[
+    float, BeforeValidator(_fraction), Field(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER, allow_inf_nan=False)
+]
 MetaValue = (
     _MetaString | bool | _MetaInt | _MetaFloat | Annotated[list[_MetaString], Field(max_length=MAX_LIST_ITEMS)] | None
 )
@@ -142,6 +160,12 @@ ChunkFieldName = Annotated[
 ChunkMetadata = Annotated[dict[ChunkFieldName, MetaValue], Field(max_length=MAX_FIELDS)]
 _Text = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_CHARS, pattern=NOT_BLANK)]
 _BASE64 = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
+_BASE64_CHARS = 4 * -(-MAX_DATA_BYTES // 3)
+Base64 = Annotated[
+    str,
+    StringConstraints(max_length=_BASE64_CHARS, pattern=_BASE64),
+    WithJsonSchema({"type": "string", "maxLength": _BASE64_CHARS, "pattern": _BASE64[:-1] + END}),
+]
 
 
 class ChunkIn(_Body):
@@ -164,16 +188,25 @@ class RecordBody(_Body):
         dependentRequired={"data_base64": ["filename"]},
     )
 
-    text: _Text | None = Field(None, description="Plain text, chunked by the set's chunker.")
-    markdown: _Text | None = Field(None, description="Markdown, chunked by its headings.")
-    data_base64: Annotated[str, StringConstraints(max_length=4 * -(-MAX_DATA_BYTES // 3), pattern=_BASE64)] | None = (
-        Field(None, description="A file's bytes in base64 (at most 1 MiB decoded), parsed by `filename`'s loader.")
+    # a content left out is not given; null is refused (the schema's `oneOf` counts the fields that are present)
+    text: _Text | None = Field(
+        None, description="Plain text, chunked by the set's chunker.", json_schema_extra=_given_only()
+    )
+    markdown: _Text | None = Field(
+        None, description="Markdown, chunked by its headings.", json_schema_extra=_given_only()
+    )
+    data_base64: Base64 | None = Field(
+        None,
+        description="A file's bytes in base64 (at most 1 MiB decoded), parsed by `filename`'s loader.",
+        json_schema_extra=_given_only(),
     )
     filename: Annotated[str, StringConstraints(min_length=1, max_length=512, pattern=NOT_BLANK)] | None = Field(
-        None, description="The name of the file `data_base64` holds; its suffix picks the parser (`report.pdf`)."
+        None,
+        description="The name of the file `data_base64` holds; its suffix picks the parser (`report.pdf`).",
+        json_schema_extra=_given_only(),
     )
     chunks: Annotated[list[_Text | ChunkIn], Field(min_length=1, max_length=MAX_RECORD_CHUNKS)] | None = Field(
-        None, description="Chunks cut by the caller, indexed as given and in order."
+        None, description="Chunks cut by the caller, indexed as given and in order.", json_schema_extra=_given_only()
     )
     title: Annotated[str, StringConstraints(max_length=MAX_TITLE_CHARS)] | None = Field(
         None, description="The document's title (shown in hits, put in front of its chunks' context lines)."
@@ -184,6 +217,13 @@ class RecordBody(_Body):
         "lists of strings; at most 64 fields, names like `year` or `dept.code`. A field keeps the type of the "
         "first value its set saw.",
     )
+
+    @field_validator("text", "markdown", "data_base64", "filename", "chunks", mode="before")
+    @classmethod
+    def _not_null(cls, value: object) -> object:
+        if value is None:
+            raise ValueError("leave the field out when the record has no such content; null is refused")
+        return value
 
     def to_record(self, key: str) -> dict[str, Any]:
         """The record in the form :meth:`ragindex.Engine.upsert` takes (``data`` as bytes)."""

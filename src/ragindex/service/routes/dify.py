@@ -94,6 +94,16 @@ class RetrievalSetting(_Body):
 class DifyCondition(_Body):
     """One metadata condition (``value`` left out for ``empty`` and ``not empty``)."""
 
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        json_schema_extra={
+            # every operator but `empty` and `not empty` compares with a value (422 without one)
+            "if": {"properties": {"comparison_operator": {"enum": list(_NO_VALUE)}}},
+            "else": {"required": ["value"], "properties": {"value": {"not": {"type": "null"}}}},
+        },
+    )
+
     name: _Name | Annotated[list[_Name], Field(min_length=1, max_length=16)] = Field(
         description="The metadata field (or fields: the condition holds when it holds for any)."
     )
@@ -484,7 +494,10 @@ def _typed(value: Any, kind: FieldType | None) -> Any:
     if kind is FieldType.DATE and isinstance(value, int | float) and not isinstance(value, bool):
         from datetime import UTC, datetime
 
-        return datetime.fromtimestamp(value, UTC).isoformat().replace("+00:00", "Z")
+        try:
+            return datetime.fromtimestamp(value, UTC).isoformat().replace("+00:00", "Z")
+        except (OverflowError, OSError, ValueError):  # not an instant of years 1-9999: no date equals it
+            return value
     if kind is FieldType.DATE and isinstance(value, str):
         try:
             parse_date(value)

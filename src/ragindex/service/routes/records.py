@@ -68,6 +68,8 @@ _DELETED = {
 
 
 def _key(raw: str) -> str:
+    if not raw:  # `/records/` (a client may also make it of `/records/.`): no key, so no record
+        raise NotFoundError("no record key in the path: /v1/sets/{set_id}/records/{key}")
     try:
         return validate_key(raw)
     except RecordError as exc:
@@ -93,7 +95,7 @@ def _report(state: ServiceState, report: Any, *, user_id: int, set_id: int) -> d
     "/sets/{set_id}/records/{key:path}",
     responses={
         **example("The upsert's report; the record is searchable when this answers.", _REPORT),
-        **error_responses(400, 401, 413, 422, 502, 503),
+        **error_responses(400, 401, 404, 413, 422, 502, 503),
     },
 )
 async def put_record(set_id: SetIdPath, key: KeyPath, body: RecordBody, state: StateDep, caller: CallerDep) -> Any:
