@@ -261,6 +261,7 @@ class Hit:
             "chunk_type": self.chunk_type,
             "bbox": None if self.bbox is None else self.bbox.to_list(),
             "text": self.text,
+            "metadata": dict(self.metadata),
             "scores": {
                 **{k: {"score": v.score, "rank": v.rank} for k, v in self.scores.items()},
                 **{k: {"skipped": reason} for k, reason in self.skipped.items()},

@@ -104,7 +104,8 @@ def test_search_answers_the_cli_json_shape(service: Service, keys: dict[str, str
     assert [h["chunk_id"] for h in body["hits"]] == [h["chunk_id"] for h in expected["hits"]]
     # the same hit, except that its source is relative to the set's upload folder, not the server's path
     assert expected["hits"][0]["source"] == str(service.state.blob_root / str(USER) / "1" / "vitamin.md")
-    assert body["hits"][0] == {**expected["hits"][0], "source": "vitamin.md", "key": "vitamin.md"}
+    public = {**expected["hits"][0]["metadata"], "source": "vitamin.md"}  # a file's derived source: never its path
+    assert body["hits"][0] == {**expected["hits"][0], "source": "vitamin.md", "key": "vitamin.md", "metadata": public}
     assert body["hits"][0]["filename"] == "vitamin.md"
     other_doc_ids = {d["doc_id"] for d in corpus["other_docs"]}  # type: ignore[attr-defined]
     assert not other_doc_ids & {h["doc_id"] for h in body["hits"]}

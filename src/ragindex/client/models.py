@@ -204,6 +204,7 @@ def _hit(raw: Mapping[str, Any]) -> Hit:
         start_line=raw.get("start_line"),
         end_line=raw.get("end_line"),
         scores=scores,
+        metadata=dict(raw.get("metadata") or {}),
         skipped=skipped,
         context=raw.get("context"),
         merged=merged,

@@ -193,6 +193,10 @@ class Toolbox:
         out = result.to_dict()
         for hit in out["hits"]:
             hit["source"] = self.view.source(hit["source"], user_id=tenant.user_id, set_id=set_id)
+            hit["key"] = hit["source"]
+            metadata = hit.get("metadata")
+            if isinstance(metadata, dict) and isinstance(metadata.get("source"), str):  # a file's derived path
+                metadata["source"] = self.view.source(metadata["source"], user_id=tenant.user_id, set_id=set_id)
             hit["citation"] = citation(hit)
         return {"query": args.query, "set_id": set_id, **out}
 

@@ -393,6 +393,11 @@ class HitOut(_Out):
     chunk_type: str = Field(description="text, table, ocr_text, ...")
     bbox: list[float] | None = Field(description="[x0, top, x1, bottom] on `page` in PDF points, when known.")
     text: str
+    metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The document's metadata (a record's, or a file's derived and loader fields), a chunk's own "
+        "fields over it; what `filter` selects on.",
+    )
     scores: dict[str, SourceScoreOut]
     context: str | None = Field(None, description="With `expand`: the hit's neighbours or section.")
     merged: list[dict[str, Any]] | None = Field(None, description="With `group_by`: the hits folded into this one.")

@@ -129,6 +129,8 @@ class SourcePaths:
             source = hit["source"]
             hit["key"] = self.key(source, (records or {}).get(source), user_id=user_id, set_id=hit["set_id"])
             hit["source"] = hit["key"]
+            if isinstance(hit.get("metadata"), Mapping):  # a file's derived `source` field is its server path
+                hit["metadata"] = self.metadata(hit["metadata"], user_id=user_id, set_id=hit["set_id"])
         return result
 
     def documents(
