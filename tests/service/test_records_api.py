@@ -123,7 +123,6 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
     ),
     ("bad field name", {"records": [{"key": "bad/k", "text": "x", "metadata": {"1x": "a"}}]}, "records.0.metadata.1x"),
     ("over the batch limit", {"records": [{"key": f"b/{n}", "text": "x"} for n in range(1001)]}, "records"),
-    ("a key twice", {"records": [{"key": "bad/d", "text": "x"}, {"key": "bad/d", "text": "y"}]}, "records.1.key"),
     (
         "a number past 2**53",
         {"records": [{"key": "bad/i", "text": "x", "metadata": {"a": -(2**53) - 1}}]},
@@ -142,6 +141,14 @@ def test_bad_batches_are_refused_naming_the_field(
     assert answer.status_code == 422, answer.text
     assert answer.json()["context"]["field"].startswith(field), answer.json()
     assert _documents(service, OWNER, 7) == before  # nothing written
+
+
+def test_a_key_twice_in_a_batch_keeps_the_later_record(service: Service, clients: dict[str, httpx.Client]) -> None:
+    body = {"records": [{"key": "twice", "text": "The first violin."}, {"key": "twice", "text": "The second cello."}]}
+    answer = clients["owner"].post("/v1/sets/13/records", json=body)
+    assert answer.status_code == 200 and answer.json()["documents"]["added"] == 1, answer.text
+    assert _keys(_search(clients["owner"], "cello", set_id=13)) == ["twice"]
+    assert _documents(service, OWNER, 13) == ["twice"]
 
 
 def test_bad_single_records_and_type_clash(service: Service, clients: dict[str, httpx.Client]) -> None:

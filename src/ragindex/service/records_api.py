@@ -141,7 +141,29 @@ MetaValue = (
     _MetaString | bool | _MetaInt | _MetaFloat | Annotated[list[_MetaString], Field(max_length=MAX_LIST_ITEMS)] | None
 )
 """A metadata value: a string, a boolean, a number within ±2**53, a list of strings, or null (no value)."""
-Metadata = Annotated[dict[FieldName, MetaValue], Field(max_length=MAX_FIELDS)]
+_STRING_SCHEMA = {"type": "string", "maxLength": MAX_STRING_CHARS, "pattern": "^[^\\u0000]*$"}
+VALUE_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        _STRING_SCHEMA,
+        {"type": "boolean"},
+        {"type": "number", "minimum": -MAX_SAFE_INTEGER, "maximum": MAX_SAFE_INTEGER},
+        {"type": "array", "maxItems": MAX_LIST_ITEMS, "items": _STRING_SCHEMA},
+        {"type": "null"},
+    ]
+}
+
+
+def _metadata_schema(reserved: Sequence[str] = ()) -> dict[str, Any]:
+    # written out: pydantic files a key pattern under patternProperties, which lets a key that misses it through
+    return {
+        "type": "object",
+        "maxProperties": MAX_FIELDS,
+        "propertyNames": _name_schema(reserved),
+        "additionalProperties": VALUE_SCHEMA,
+    }
+
+
+Metadata = Annotated[dict[FieldName, MetaValue], Field(max_length=MAX_FIELDS), WithJsonSchema(_metadata_schema())]
 
 
 def _chunk_field_name(value: str) -> str:
@@ -157,7 +179,11 @@ ChunkFieldName = Annotated[
     AfterValidator(_chunk_field_name),
     WithJsonSchema(_name_schema(tuple(RESERVED_CHUNK_FIELDS))),
 ]
-ChunkMetadata = Annotated[dict[ChunkFieldName, MetaValue], Field(max_length=MAX_FIELDS)]
+ChunkMetadata = Annotated[
+    dict[ChunkFieldName, MetaValue],
+    Field(max_length=MAX_FIELDS),
+    WithJsonSchema(_metadata_schema(tuple(RESERVED_CHUNK_FIELDS))),
+]
 _Text = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_CHARS, pattern=NOT_BLANK)]
 _BASE64 = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
 _BASE64_CHARS = 4 * -(-MAX_DATA_BYTES // 3)

@@ -16,7 +16,7 @@ from fastapi import Path as PathParam
 from starlette.concurrency import run_in_threadpool
 
 from ragindex.clock import iso
-from ragindex.errors import NotFoundError, ValidationError
+from ragindex.errors import NotFoundError
 from ragindex.records import RECORD_URI_PREFIX, RecordError, validate_key
 from ragindex.service import record_jobs
 from ragindex.service.deps import CallerDep, ServiceState, StateDep
@@ -123,25 +123,24 @@ async def put_record(set_id: SetIdPath, key: KeyPath, body: RecordBody, state: S
 async def post_records(
     set_id: SetIdPath, body: RecordBatch, state: StateDep, caller: CallerDep, response: Response
 ) -> Any:
-    """Upsert a batch of records (at most 1000, each key once); checked whole before anything is written.
+    """Upsert a batch of records (at most 1000; a key given twice: the later record); checked whole first.
 
     Up to 100 records and 1 MiB of content answer 200 with the report once they are searchable; a larger batch
     is saved and answers 202 with a job (``GET /v1/jobs/{job_id}``; its report when it is done).
     """
     keys: dict[str, int] = {}
     for n, item in enumerate(body.records):
-        if item.key in keys:
-            message = f"the key {item.key!r} is given twice in one batch"
-            raise ValidationError(f"records.{n}.key", message, key=item.key)
-        keys[item.key] = n
-    records = [item.to_record(item.key) for item in body.records]
-    size = sum(item.content_bytes() for item in body.records)
+        keys.pop(item.key, None)
+        keys[item.key] = n  # a key given twice: the later record wins, as two upserts in a row would leave it
+    kept = [body.records[n] for n in keys.values()]
+    records = [item.to_record(item.key) for item in kept]
+    size = sum(item.content_bytes() for item in kept)
     if len(records) > SYNC_MAX_RECORDS or size > SYNC_MAX_CONTENT_BYTES:
         # checked now, before the answer: a job only ever holds records the engine takes (but for the set's
         # field types, which the job checks again when it runs: a field may be typed meanwhile)
         await run_in_threadpool(lambda: checked(lambda: _precheck(state, records, caller.user_id, set_id), keys=keys))
         job_id = uuid.uuid4().hex
-        saved = [item.model_dump(exclude_none=True) for item in body.records]
+        saved = [item.model_dump(exclude_none=True) for item in kept]
         batch = await run_in_threadpool(record_jobs.save_batch, state.blob_root, job_id, saved)
         await run_in_threadpool(state.jobs.submit_records, user_id=caller.user_id, set_id=set_id, batch=batch)
         response.status_code = 202
