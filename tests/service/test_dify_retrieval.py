@@ -20,7 +20,7 @@ from ragindex.service.routes.dify import MetadataCondition, plan_conditions
 
 pytestmark = pytest.mark.integration
 
-OWNER, STRANGER = 2501, 2502
+OWNER, STRANGER = 2701, 2702
 SET = 3
 RECORDS = [
     {

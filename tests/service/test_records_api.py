@@ -19,7 +19,7 @@ from conftest import Service, wait_for_job
 
 pytestmark = pytest.mark.integration
 
-OWNER, STRANGER = 2401, 2402
+OWNER, STRANGER = 2801, 2802
 SET = 1
 
 
@@ -228,7 +228,7 @@ def test_the_search_filter(clients: dict[str, httpx.Client]) -> None:
 
 def test_another_tenant_cannot_read_delete_or_filter(service: Service, clients: dict[str, httpx.Client]) -> None:
     owner, stranger = clients["owner"], clients["stranger"]
-    body = {"text": "The qubit secret of tenant 2401.", "metadata": {"secret_level": 5}}
+    body = {"text": "The qubit secret of tenant 2801.", "metadata": {"secret_level": 5}}
     assert owner.put("/v1/sets/12/records/secret", json=body).status_code == 200
     assert stranger.get("/v1/sets/12/records/secret").status_code == 404
     assert stranger.delete("/v1/sets/12/records/secret").status_code == 404
