@@ -8,7 +8,7 @@ from conftest import Service, upload, wait_for_job
 
 pytestmark = pytest.mark.integration
 
-USER = 301  # this module's tenant (other modules use other ids)
+USER = 311  # this module's tenant (other modules use other ids: the inspection tests use 301-303)
 
 GOOD = {
     "moons.txt": "Ganymede, a moon of Jupiter, is the largest moon in the solar system.",
