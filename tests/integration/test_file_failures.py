@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from loaderkit import MisbehavingLoader
+from ragindex.chunking.protocol import Chunker
 from ragindex.config.settings import Settings
 from ragindex.engine import Engine
 from ragindex.errors import InputError
@@ -158,13 +159,14 @@ def test_a_document_that_failed_to_index_is_failed_then_retried(
         assert third.documents["unchanged"] == 3 and third.failures == []
 
 
-def isolated_sync(engine: Engine, timeout: float) -> SourceSync:
-    """The engine's own sync with the misbehaving loaders added (the Engine has no hook for extra loaders)."""
+def isolated_sync(engine: Engine, timeout: float, chunker: Callable[[], Chunker] | None = None) -> SourceSync:
+    """The engine's own sync with the misbehaving loaders added (the Engine has no hook for extra loaders), and
+    another chunker when given."""
     return SourceSync(
         engine.store,
         engine.indexer,
         LoaderRegistry(extra=[MisbehavingLoader()]),
-        lambda: engine.chunker,
+        chunker or (lambda: engine.chunker),
         kinds=engine.kinds,
         bucket_count=engine.settings.bucket_count,
         max_attempts=engine.settings.max_attempts,

@@ -14,13 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from test_file_failures import isolated_sync
 
 from loaderkit import ClosureChunker, StallingChunker
-from ragindex.chunking.protocol import Chunker
 from ragindex.engine import Engine
 from ragindex.errors import MassDeleteError
-from ragindex.loaders.registry import LoaderRegistry
-from ragindex.pipeline.sync import SourceSync, SyncLimits
 
 pytestmark = pytest.mark.integration
 
@@ -57,23 +55,6 @@ def test_the_issues_crafted_lines_ingest_under_the_default_settings(
         assert engine.verify().ok
 
 
-def sync_with(engine: Engine, chunker: Callable[[], Chunker], timeout: float) -> SourceSync:
-    """The engine's own sync with another chunker (the Engine takes its chunker from the settings)."""
-    return SourceSync(
-        engine.store,
-        engine.indexer,
-        LoaderRegistry(),
-        chunker,
-        kinds=engine.kinds,
-        bucket_count=engine.settings.bucket_count,
-        max_attempts=engine.settings.max_attempts,
-        limits=SyncLimits(parse_timeout_seconds=timeout),
-        chunking_fingerprint=engine.settings.chunking_fingerprint,
-        section_max_chars=engine.settings.section_max_chars,
-        per_file=True,
-    )
-
-
 def test_a_runaway_chunker_fails_its_file_alone_naming_the_setting(
     make_engine: Callable[..., Engine], tmp_path: Path
 ) -> None:
@@ -86,7 +67,7 @@ def test_a_runaway_chunker_fails_its_file_alone_naming_the_setting(
         },
     )
     with make_engine() as engine:
-        report = sync_with(engine, StallingChunker, timeout=3).run([folder], user_id=1, set_id=1)
+        report = isolated_sync(engine, 3, StallingChunker).run([folder], user_id=1, set_id=1)
         assert report.documents["added"] == 2 and report.documents["failed"] == 1
         [failure] = report.failures
         assert failure["path"].endswith("stall.txt")
@@ -102,7 +83,7 @@ def test_a_chunker_that_does_not_pickle_still_chunks_in_the_ingest_process(
 ) -> None:
     folder = write(tmp_path / "src", {"bees.txt": "Honeybees dance to show where the flowers are."})
     with make_engine() as engine, caplog.at_level(logging.WARNING):
-        report = sync_with(engine, ClosureChunker, timeout=30).run([folder], user_id=1, set_id=1)
+        report = isolated_sync(engine, 30, ClosureChunker).run([folder], user_id=1, set_id=1)
         assert report.failures == [] and report.documents["added"] == 1
     assert any("cannot run in the parse process" in r.getMessage() for r in caplog.records)
 

@@ -20,7 +20,7 @@ import contextlib
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -210,11 +210,7 @@ class SourceSync:
         removed: list[str] = []
         per_file: dict[str, dict[str, int]] = {}
         t_chunking = time.perf_counter()
-        limits = self.limits
-        parser = self.parser or IsolatedParser(
-            self.loaders, timeout=limits.parse_timeout_seconds, memory_mb=limits.parse_memory_mb
-        )
-        try:
+        with self._run_parser() as parser:
             for path in files:
                 check_stop(self.stop)
                 uri = str(path)
@@ -224,12 +220,6 @@ class SourceSync:
                 for key, n in counts.items():
                     report.documents[key] += n
                 self.progress("file", {"path": uri})
-        except BaseException:
-            parser.close()  # stopped mid-parse: its child is killed (a shared parser starts a fresh one when next used)
-            raise
-        finally:
-            if parser is not self.parser:
-                parser.close()
         report.stage_ms["chunking"] = (time.perf_counter() - t_chunking) * 1000
 
         if gone:
@@ -265,11 +255,8 @@ class SourceSync:
         touched: list[Touched] = []
         relabels: list[tuple[int, dict[str, Any], str]] = []  # records whose metadata alone changed
         per_file: dict[str, dict[str, int]] = {}
-        parser = self.parser or IsolatedParser(
-            self.loaders, timeout=self.limits.parse_timeout_seconds, memory_mb=self.limits.parse_memory_mb
-        )
         t_chunking = time.perf_counter()
-        try:
+        with self._run_parser() as parser:
             for item in checked:
                 check_stop(self.stop)
                 old = existing.get(item.record.key)
@@ -290,12 +277,6 @@ class SourceSync:
                 per_file[item.uri] = counts
                 for key, n in counts.items():
                     report.documents[key] += n
-        except BaseException:
-            parser.close()
-            raise
-        finally:
-            if parser is not self.parser:
-                parser.close()
         report.stage_ms["chunking"] = (time.perf_counter() - t_chunking) * 1000
         if relabels:
             runs = self.store.relabel_documents(relabels, job_id=job_id, kinds=self.kinds)
@@ -412,6 +393,25 @@ class SourceSync:
         timing = (loading_ms, (time.perf_counter() - t0) * 1000)
         ok = self._stage_document(doc, new, cut, ctx, outcome, timing, failures, report, touched)
         return {outcome if ok else "failed": 1}
+
+    @contextlib.contextmanager
+    def _run_parser(self) -> Iterator[IsolatedParser]:
+        """The parser of one run: the shared one (kept open), or one of its own (closed at the end).
+
+        Stopped mid-parse, the parser is closed either way: its child is killed (a shared parser starts a fresh
+        one when next used).
+        """
+        parser = self.parser or IsolatedParser(
+            self.loaders, timeout=self.limits.parse_timeout_seconds, memory_mb=self.limits.parse_memory_mb
+        )
+        try:
+            yield parser
+        except BaseException:
+            parser.close()
+            raise
+        finally:
+            if parser is not self.parser:
+                parser.close()
 
     def _purge(self, chunk_ids: Sequence[str], report: IngestReport) -> None:
         if not chunk_ids:
