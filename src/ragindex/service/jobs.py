@@ -205,16 +205,7 @@ class JobRunner:
             status=JobState.QUEUED,
             files=[str(f) for f in files],
         )
-        if self.dispatch is not None:
-            try:
-                self.dispatch(job_id, user_id, set_id, files)
-            except Exception as exc:
-                message = getattr(exc, "message", None) or str(exc)
-                self.store.set_job_status(job_id, JobState.FAILED, finished=True, error=message)
-                raise
-            return job_id
-        self._queues.put(user_id, job_id)
-        return job_id
+        return self._enqueue(job_id, user_id, set_id, files)
 
     def submit_records(self, *, user_id: int, set_id: int, batch: Path) -> str:
         """Record and queue the upsert of a saved batch of records (:mod:`ragindex.service.record_jobs`)."""
@@ -222,9 +213,13 @@ class JobRunner:
         self.store.create_job(
             job_id, user_id=user_id, set_id=set_id, kind=RECORDS_JOB, status=JobState.QUEUED, files=[str(batch)]
         )
+        return self._enqueue(job_id, user_id, set_id, [batch])
+
+    def _enqueue(self, job_id: str, user_id: int, set_id: int, files: Sequence[Path]) -> str:
+        """Hand a recorded job to the broker (its dispatch failing fails the job) or to the tenant's queue."""
         if self.dispatch is not None:
             try:
-                self.dispatch(job_id, user_id, set_id, [batch])
+                self.dispatch(job_id, user_id, set_id, files)
             except Exception as exc:
                 message = getattr(exc, "message", None) or str(exc)
                 self.store.set_job_status(job_id, JobState.FAILED, finished=True, error=message)
