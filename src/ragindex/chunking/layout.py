@@ -17,7 +17,7 @@ over more than one, ``element_types``, and for OCR'd text ``ocr: true`` with the
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -27,6 +27,10 @@ from ragindex.chunking.protocol import Chunker
 from ragindex.types import BBox, Block, BlockKind, ChunkDraft, Document, PageSpan
 
 Measure = Callable[[str], int]
+
+TABLE_CAPTION = "table_caption"
+"""Chunk metadata: the caption of the table a table chunk belongs to (indexed in its context line)."""
+_MAX_CAPTION_CHARS = 200
 
 
 class LayoutChunker:
@@ -56,12 +60,19 @@ class LayoutChunker:
             return self.inner.chunk(document)
         spans: list[tuple[int, int]] = []
         texts: dict[int, str] = {}  # span position -> a table piece's text (header + rows)
+        captions: dict[int, str] = {}  # span position -> the caption of the table the piece belongs to
         counts: list[int | None] = []
+        # a table continued on the next page is one markdown table in blocks per page: cut between them, so
+        # that every chunk has its page (each piece after the first starts with the header again)
+        cuts = {b.start for i, b in enumerate(document.blocks) if _continues(document.blocks, i)}
         for start, end, table in _stretches(document):
             if table is not None:
-                for piece_start, piece_end, text in self._table_pieces(document.text, start, table, end):
+                caption = _caption(document, start, table)
+                for piece_start, piece_end, text in self._table_pieces(document.text, start, table, end, cuts):
                     if text is not None:
                         texts[len(spans)] = text
+                    if caption:
+                        captions[len(spans)] = caption
                     spans.append((piece_start, piece_end))
                     counts.append(self.measure(text or document.text[piece_start:piece_end]))
                 continue
@@ -79,8 +90,11 @@ class LayoutChunker:
         placed = _Placement(document.blocks)
         out = []
         for draft in drafts:
-            text = texts.get(by_start[(draft.start_char, draft.end_char)])
+            position = by_start[(draft.start_char, draft.end_char)]
+            text = texts.get(position)
             chunk_type, metadata = placed.describe(draft.start_char, draft.end_char, draft.page)
+            if position in captions:
+                metadata[TABLE_CAPTION] = captions[position]
             path = headings.path_at(draft.start_char)
             if len(path) > 1:  # the section alone says as much for a single heading
                 metadata["heading_path"] = path
@@ -89,14 +103,17 @@ class LayoutChunker:
             )
         return out
 
-    def _table_pieces(self, text: str, start: int, table: int, end: int) -> list[tuple[int, int, str | None]]:
+    def _table_pieces(
+        self, text: str, start: int, table: int, end: int, cuts: Collection[int] = ()
+    ) -> list[tuple[int, int, str | None]]:
         """``(start, end, text)`` per piece of the table at ``text[table:end]``; text None: the exact slice.
 
-        ``text[start:table]`` holds the headings right above the table, if any. The headings stay in the
-        first piece only (every piece's section names them). A row longer than the limit
-        on its own stays one piece (the dense encoder truncates it).
+        ``text[start:table]`` holds the headings (and caption) right above the table, if any. They stay in the
+        first piece only (every piece's section names the headings, its context the caption). A row longer than
+        the limit on its own stays one piece (the dense encoder truncates it). A piece also ends before a row
+        that starts at one of ``cuts`` (a page break inside the table).
         """
-        if self.measure(text[start:end]) <= self.limit:
+        if self.measure(text[start:end]) <= self.limit and not any(table < c < end for c in cuts):
             return [(start, end, None)]
         lines = _line_spans(text, table, end)
         if len(lines) < 3:  # a header and rule without rows: one (truncated) chunk
@@ -105,7 +122,7 @@ class LayoutChunker:
         pieces: list[tuple[int, int, str | None]] = []
         piece_start, rows = start, list[tuple[int, int]]()
         for row in lines[2:]:
-            if rows and self.measure(_with_header(header, text, [*rows, row])) > self.limit:
+            if rows and (row[0] in cuts or self.measure(_with_header(header, text, [*rows, row])) > self.limit):
                 pieces.append((piece_start, rows[-1][1], _with_header(header, text, rows)))
                 piece_start, rows = row[0], []
             rows.append(row)
@@ -113,6 +130,23 @@ class LayoutChunker:
         first_start, first_end, _ = pieces[0]
         pieces[0] = (first_start, first_end, None)  # header and first rows: a slice of the document as it stands
         return pieces
+
+
+def _continues(blocks: Sequence[Block], i: int) -> bool:
+    """Whether block ``i`` is the continuation of the table before it (one line break apart, not two)."""
+    block = blocks[i]
+    if i == 0 or block.kind != BlockKind.TABLE:
+        return False
+    previous = blocks[i - 1]
+    return previous.kind == BlockKind.TABLE and block.start == previous.end + 1
+
+
+def _caption(document: Document, start: int, table: int) -> str | None:
+    """The caption among the blocks that travel with the table at ``table`` (``[start, table)``), if any."""
+    for block in document.blocks:
+        if block.kind == BlockKind.CAPTION and start <= block.start < table:
+            return " ".join(document.text[block.start : block.end].split())[:_MAX_CAPTION_CHARS]
+    return None
 
 
 def _with_header(header: str, text: str, rows: Sequence[tuple[int, int]]) -> str:
@@ -132,14 +166,18 @@ def _stretches(document: Document) -> list[tuple[int, int, int | None]]:
     """``(start, end, table_start)`` stretches covering the text: each table, then the text between them.
 
     ``table_start`` is None for text. Text is also cut before every heading, so that a chunk never ends with the
-    heading of the next section (e.g.
-    the next slide's title); headings right above a table travel with it, so that no chunk is a bare heading.
+    heading of the next section (e.g. the next slide's title); headings (and a table's caption) right above a
+    table travel with it, so that no chunk is a bare heading; the blocks of a table continued on the next page are
+    one stretch.
     """
     out: list[tuple[int, int, int | None]] = []
     position = 0
     headed = False  # whether [position, here) holds nothing but headings
-    for block in document.blocks:
-        if block.kind == BlockKind.HEADING:
+    blocks = document.blocks
+    for i, block in enumerate(blocks):
+        if block.kind == BlockKind.HEADING or (
+            block.kind == BlockKind.CAPTION and i + 1 < len(blocks) and blocks[i + 1].kind == BlockKind.TABLE
+        ):
             if block.start > position and not headed:
                 out.append((position, block.start, None))
                 position = block.start
@@ -147,6 +185,10 @@ def _stretches(document: Document) -> list[tuple[int, int, int | None]]:
             continue
         if block.kind != BlockKind.TABLE:
             headed = False
+            continue
+        if _continues(blocks, i) and out and out[-1][2] is not None:  # the same table, on the next page
+            out[-1] = (out[-1][0], block.end, out[-1][2])
+            position = block.end
             continue
         if block.start > position and not headed:
             out.append((position, block.start, None))

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ragindex.chunking.headings import find_headings
+from ragindex.chunking.layout import TABLE_CAPTION
 from ragindex.chunking.splitting import HEADINGS_ONLY
 from ragindex.types import CHUNK_FIELDS, ChunkDraft, Document, Unit
 
@@ -57,14 +58,16 @@ def with_sections(
     return [*sections, *chunks]
 
 
-def context_line(title: str | None, heading: str | None, text: str) -> str | None:
-    """``Title > Heading`` for a piece of text, leaving out what the text already opens with (None if nothing).
+def context_line(title: str | None, heading: str | None, text: str, *, caption: str | None = None) -> str | None:
+    """``Title > Heading`` (then ``> Caption`` for a table's piece), leaving out what the text opens with.
+
+    None when nothing is left.
 
     A text opens with its leading markdown heading lines (``# Guide`` / ``## Setup``: both named already) and its
-    first line of text (a record that starts with its own title).
+    first line of text (a record that starts with its own title, a table piece that starts with its caption).
     """
     opening = _opening(text)
-    parts = [p.strip() for p in (title, heading) if p and p.strip()]
+    parts = [p.strip() for p in (title, heading, caption) if p and p.strip()]
     parts = [p for p in parts if not any(line.startswith(p) for line in opening)]
     if len(parts) == 2 and parts[1].startswith(parts[0]):  # a heading path that already names the title
         parts = parts[1:]
@@ -86,9 +89,11 @@ def _chunk_context(document: Document, draft: ChunkDraft) -> str | None:
     retrieval 0.016 nDCG@10 (0.677 vs 0.693) and gained hybrid 0.002: a repeated prefix pulls a document's chunks
     towards each other. A heading path is what tells a chunk of a long document where it is.
     """
-    if not draft.section:
+    caption = draft.metadata.get(TABLE_CAPTION)
+    if not draft.section and not caption:
         return None
-    return context_line(document.title, draft.section, draft.text)
+    title = document.title if draft.section else None  # the title alone is left out (above)
+    return context_line(title, draft.section, draft.text, caption=caption)
 
 
 def _section(document: Document, run: Sequence[ChunkDraft], index: int, *, contextual: bool) -> ChunkDraft:

@@ -68,6 +68,7 @@ class LayoutBuilder:
         self._blocks: list[Block] = []
         self._pages: list[PageSpan] = []
         self._page: int | None = None
+        self._table_width = 0
         self.warnings: list[str] = []
 
     def start_page(self, page: int) -> None:
@@ -90,16 +91,30 @@ class LayoutBuilder:
         if body.strip():
             self._add(kind, body, bbox, confidence)
 
-    def table(self, rows: Sequence[Sequence[str | None]], *, bbox: BBox | None = None) -> None:
-        """A table (first row: the header) as a markdown table."""
+    def table(self, rows: Sequence[Sequence[str | None]], *, bbox: BBox | None = None, continues: bool = False) -> None:
+        """A table (first row: the header) as a markdown table.
+
+        ``continues``: the rows (no header) continue the table just added, e.g. on the next page: they are
+        rendered as more rows of the same markdown table, in a block of their own (with its page and box).
+        """
+        previous = self._blocks[-1] if self._blocks else None
+        if continues and previous is not None and previous.kind == BlockKind.TABLE:
+            width = max([self._table_width, *(len(r) for r in rows)])
+            body = markdown_table([["-"] * width, *rows]).split("\n", 2)[2:]  # the rows without the header
+            if body:
+                self._add(BlockKind.TABLE, body[0], bbox, None, separator="\n")
+            return
         rendered = markdown_table(rows)
         if rendered:
+            self._table_width = rendered.split("\n", 1)[0].count(" | ") + 1
             self._add(BlockKind.TABLE, rendered, bbox, None)
 
-    def _add(self, kind: BlockKind, text: str, bbox: BBox | None, confidence: float | None) -> None:
+    def _add(
+        self, kind: BlockKind, text: str, bbox: BBox | None, confidence: float | None, separator: str = BLOCK_SEPARATOR
+    ) -> None:
         if self._parts:
-            self._parts.append(BLOCK_SEPARATOR)
-            self._length += len(BLOCK_SEPARATOR)
+            self._parts.append(separator)
+            self._length += len(separator)
         if self._page is not None and (not self._pages or self._pages[-1].page != self._page):
             self._pages.append(PageSpan(page=self._page, start=self._length))
         start = self._length

@@ -28,6 +28,7 @@ from ragindex.loaders.pdf_layout import (
     paragraphs_of,
     place_tables,
 )
+from ragindex.loaders.pdf_tables import find_tables, mark_captions, merge_continued
 from ragindex.loaders.pdf_words import (
     RuledTables,
     draws_paths,
@@ -121,6 +122,9 @@ class PdfLoader(OcrLoader):
                 )
             builder = LayoutBuilder(str(path), self.name)
             pages = [self._read_page(pdf, number, tables, builder) for number in range(1, page_count + 1)]
+            for paragraphs, _ in pages:
+                mark_captions(paragraphs)
+            merge_continued([paragraphs for paragraphs, _ in pages])
             levels = HeadingLevels(line for page, _ in pages for p in page if p.kind != "table" for line in p.lines)
             ocr.run([number for number, (paragraphs, pictured) in enumerate(pages, 1) if pictured and not paragraphs])
             for number, (paragraphs, _) in enumerate(pages, 1):
@@ -161,8 +165,11 @@ class PdfLoader(OcrLoader):
                 return [], shows_image(page)
             found = tables.find(number) if draws_paths(page) else []
             words = outside(words, [box for box, _ in found]) if found else words
-            paragraphs = paragraphs_of(lines_of(words))
             ruled = [Paragraph(kind="table", rows=split_merged_rows(rows), box=box) for box, rows in found]
+            geometric = find_tables(words)
+            words = outside(words, [t.box for t in geometric]) if geometric else words
+            ruled += [Paragraph(kind="table", rows=t.rows, box=t.box) for t in geometric]
+            paragraphs = paragraphs_of(lines_of(words))
             return place_tables(paragraphs, ruled), False
         # a damaged content stream costs its page, not the file
         except Exception as exc:
@@ -241,7 +248,10 @@ def add_ocr_paragraphs(builder: LayoutBuilder, paragraphs: Sequence[OcrParagraph
 
 def _emit(builder: LayoutBuilder, paragraph: Paragraph, levels: HeadingLevels) -> None:
     if paragraph.kind == "table":
-        builder.table(paragraph.rows or [], bbox=paragraph.bbox)
+        builder.table(paragraph.rows or [], bbox=paragraph.bbox, continues=paragraph.continues)
+        return
+    if paragraph.kind == "caption":
+        builder.paragraph(_unwrap(paragraph.lines), kind=BlockKind.CAPTION, bbox=paragraph.bbox)
         return
     levels.mark(paragraph)
     if paragraph.kind == "heading":

@@ -58,6 +58,7 @@ class Paragraph:
     level: int = 0
     rows: list[list[str | None]] | None = None
     box: BBox | None = None
+    continues: bool = False  # a table that continues the previous page's last table (its rows only)
 
     @property
     def bbox(self) -> BBox:

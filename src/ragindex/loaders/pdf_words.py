@@ -135,6 +135,10 @@ def split_merged_rows(rows: Sequence[Sequence[str | None]]) -> list[list[str | N
     """Rows the finder merged, split again: a row whose filled cells all hold ``k > 1`` lines is ``k`` rows.
 
     A grid with rules only between every fifth row gives five states per cell (the NICS table of docs/parsing.md).
+    A grid cell may also stack the labels and the values of ``k`` logical rows (``OTSL / HTML`` beside
+    ``0.965 / 0.969``) next to a one-line label that spans them (``6``): when the ``k``-line cells are two or more,
+    one of them numbers only, and every one-line cell stands before them, the row is split and the spanning label
+    given to each part. A label that merely wraps beside one-line values is left alone.
     """
     out: list[list[str | None]] = []
     for row in rows:
@@ -142,9 +146,33 @@ def split_merged_rows(rows: Sequence[Sequence[str | None]]) -> list[list[str | N
         counts = {len(p) for p, cell in zip(parts, row, strict=True) if cell}
         if len(counts) == 1 and (k := counts.pop()) > 1:
             out.extend([[p[i] if len(p) == k else None for p in parts] for i in range(k)])
+        elif (k := _stacked(row, parts)) > 1:
+            out.extend(
+                [
+                    [(p[i] if len(p) == k else p[0]) if cell else None for p, cell in zip(parts, row, strict=True)]
+                    for i in range(k)
+                ]
+            )
         else:
             out.append(list(row))
     return out
+
+
+def _stacked(row: Sequence[str | None], parts: Sequence[Sequence[str]]) -> int:
+    """``k`` when ``row`` stacks ``k`` logical rows beside leading one-line spanning labels, else 0."""
+    from ragindex.loaders.pdf_tables import is_numeric
+
+    filled = [(i, p) for i, (p, cell) in enumerate(zip(parts, row, strict=True)) if cell]
+    k = max((len(p) for _, p in filled), default=0)
+    stacked = [i for i, p in filled if len(p) == k]
+    single = [i for i, p in filled if len(p) == 1]
+    if k < 2 or len(stacked) < 2 or len(stacked) + len(single) != len(filled):
+        return 0
+    if not single or max(single) > min(stacked):
+        return 0
+    if not any(all(is_numeric(line) for line in parts[i]) for i in stacked):
+        return 0
+    return k
 
 
 def outside(words: Sequence[Word], boxes: Sequence[BBox]) -> list[Word]:

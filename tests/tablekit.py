@@ -1,0 +1,164 @@
+"""Self-made PDFs with tables whose cells we know (issue 26), drawn by reportlab at exact positions.
+
+Each builder returns the pdf's bytes and the expected tables (rows of cells, header first), so that the tests and
+``python -m bench.run parse-quality`` score the same documents.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+
+Rows = list[list[str]]
+
+PROSE = (
+    "The agency reviewed the comments it received on the proposal and adjusted the estimates where the "
+    "commenters supplied better figures. Most of the changes concern the cost of labor in the field offices, "
+    "which grew faster than expected during the last two years of the program."
+)
+
+
+def _canvas(buffer: io.BytesIO, title: str) -> object:
+    from reportlab.lib.pagesizes import letter
+    from reportlab.pdfgen import canvas
+
+    pdf = canvas.Canvas(buffer, pagesize=letter, invariant=1)
+    pdf.setTitle(title)
+    return pdf
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    lines: list[str] = []
+    for word in text.split():
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+STACKED_HEADER = ["# enc-layers", "Language", "TEDS simple", "TEDS complex", "TEDS all", "mAP (0.75)", "Time (secs)"]
+STACKED_GROUPS = [
+    ("6", [("OTSL", "0.965", "0.934", "0.955", "0.88", "2.73"), ("HTML", "0.969", "0.927", "0.955", "0.857", "5.39")]),
+    ("4", [("OTSL", "0.938", "0.904", "0.927", "0.853", "1.97"), ("HTML", "0.952", "0.909", "0.938", "0.843", "3.77")]),
+    ("2", [("OTSL", "0.923", "0.897", "0.915", "0.859", "1.91"), ("HTML", "0.945", "0.901", "0.931", "0.834", "3.81")]),
+]
+
+
+def stacked_table_pdf(*, rules: bool = True) -> tuple[bytes, list[Rows]]:
+    """A paper's results table without vertical rules: a row-spanning label (vertically centred) beside two rows
+    whose labels and values sit stacked in one grid cell (``6 | OTSL / HTML | 0.965 / 0.969``), under a caption
+    and between paragraphs. ``rules``: draw the booktabs-style horizontal rules (top, under the header, bottom)."""
+    buffer = io.BytesIO()
+    pdf = _canvas(buffer, "Table structure results")
+    xs = [72, 140, 210, 275, 345, 405, 470]
+    pdf.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+    y = 740
+    for line in _wrap(PROSE, 95)[:3]:
+        pdf.drawString(72, y, line)  # type: ignore[attr-defined]
+        y -= 13
+    y -= 10
+    pdf.drawString(72, y, "Table 1. HPO on PubTabNet: TEDS and mAP by the number of encoder layers.")  # type: ignore[attr-defined]
+    y -= 18
+    if rules:
+        pdf.line(70, y + 12, 530, y + 12)  # type: ignore[attr-defined]
+    pdf.setFont("Helvetica-Bold", 9)  # type: ignore[attr-defined]
+    for x, label in zip(xs, STACKED_HEADER, strict=True):
+        pdf.drawString(x, y, label)  # type: ignore[attr-defined]
+    if rules:
+        pdf.line(70, y - 4, 530, y - 4)  # type: ignore[attr-defined]
+    pdf.setFont("Helvetica", 9)  # type: ignore[attr-defined]
+    y -= 18
+    expected: Rows = [STACKED_HEADER]
+    for label, rows in STACKED_GROUPS:
+        pdf.drawString(xs[0], y - 5.5, label)  # type: ignore[attr-defined]  # centred on its two rows
+        for row in rows:
+            for x, value in zip(xs[1:], row, strict=True):
+                pdf.drawString(x, y, value)  # type: ignore[attr-defined]
+            expected.append([label, *row])
+            y -= 11
+        y -= 6
+    if rules:
+        pdf.line(70, y + 10, 530, y + 10)  # type: ignore[attr-defined]
+    y -= 14
+    pdf.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+    pdf.drawString(72, y, "Deeper encoders gain little accuracy for the time they cost.")  # type: ignore[attr-defined]
+    pdf.showPage()  # type: ignore[attr-defined]
+    pdf.save()  # type: ignore[attr-defined]
+    return buffer.getvalue(), [expected]
+
+
+COST_HEADER = ["Cost item", "Year 1", "Year 2"]
+COST_ROWS = [
+    ("Labor cost", "$766,865", "$781,200"),
+    ("Personnel costs for field staff and their supervisors", "$412,300", "$420,550"),
+    ("Equipment", "$96,410", "$98,000"),
+    ("Travel to the regional offices", "$55,120", "$57,900"),
+    ("Training", "$23,400", "$24,100"),
+    ("Rent of the storage facilities near the border crossings", "$118,000", "$121,540"),
+    ("Printing", "$9,870", "$10,060"),
+    ("Postage", "$4,215", "$4,390"),
+    ("Contractor support for the data systems", "$301,000", "$310,030"),
+    ("Office supplies", "$12,760", "$13,140"),
+    ("Vehicle maintenance", "$38,900", "$40,070"),
+    ("Telecommunications", "$27,330", "$28,150"),
+    ("Insurance", "$19,480", "$20,060"),
+    ("Legal review of the permits issued by the states", "$64,000", "$65,920"),
+    ("Audit", "$31,500", "$32,440"),
+    ("Total annual cost", "$1,980,150", "$2,027,550"),
+]
+
+
+def continued_table_pdf() -> tuple[bytes, list[Rows]]:
+    """A full-width table inside a three-column page, with dot leaders and labels that wrap onto two lines,
+    continued on the next page under a "—Continued" caption and its header repeated; page numbers at the foot."""
+    buffer = io.BytesIO()
+    pdf = _canvas(buffer, "Federal notice")
+    page_rows = [COST_ROWS[:9], COST_ROWS[9:]]
+    for page, rows in enumerate(page_rows, 1):
+        pdf.setFont("Times-Roman", 9)  # type: ignore[attr-defined]
+        lines = _wrap(PROSE + " " + PROSE, 34)
+        top = 740 if page == 1 else 300
+        for x in (54, 234, 414):  # three columns of prose, column by column (under the table on page 2)
+            y = top
+            for line in lines[:14]:
+                pdf.drawString(x, y, line)  # type: ignore[attr-defined]
+                y -= 11
+        y = 570 if page == 1 else 740
+        caption = "Table 2—Estimated Annual Costs of the Program"
+        pdf.setFont("Times-Bold", 9)  # type: ignore[attr-defined]
+        pdf.drawString(220, y, caption + ("—Continued" if page == 2 else ""))  # type: ignore[attr-defined]
+        y -= 16
+        pdf.setFont("Times-Bold", 9)  # type: ignore[attr-defined]
+        pdf.drawString(60, y, COST_HEADER[0])  # type: ignore[attr-defined]
+        pdf.drawRightString(470, y, COST_HEADER[1])  # type: ignore[attr-defined]
+        pdf.drawRightString(560, y, COST_HEADER[2])  # type: ignore[attr-defined]
+        pdf.setFont("Times-Roman", 9)  # type: ignore[attr-defined]
+        y -= 14
+        for label, one, two in rows:
+            wrapped = _wrap(label, 34)
+            for line in wrapped[:-1]:
+                pdf.drawString(60, y, line)  # type: ignore[attr-defined]
+                y -= 11
+            last = wrapped[-1]
+            dots = "." * max(
+                4,
+                int(
+                    (390 - 60 - pdf.stringWidth(last + " ", "Times-Roman", 9)) / pdf.stringWidth(".", "Times-Roman", 9)
+                ),
+            )  # type: ignore[attr-defined]
+            pdf.drawString(60, y, f"{last} {dots}")  # type: ignore[attr-defined]
+            pdf.drawRightString(470, y, one)  # type: ignore[attr-defined]
+            pdf.drawRightString(560, y, two)  # type: ignore[attr-defined]
+            y -= 13
+        pdf.setFont("Times-Roman", 9)  # type: ignore[attr-defined]
+        pdf.drawString(300, 40, str(page))  # type: ignore[attr-defined]
+        pdf.showPage()  # type: ignore[attr-defined]
+    pdf.save()  # type: ignore[attr-defined]
+    expected: Rows = [COST_HEADER, *[list(r) for r in COST_ROWS]]
+    return buffer.getvalue(), [expected]
+
+
+def simple_rows(table: Sequence[Sequence[str | None]]) -> Rows:
+    """Rows with None as ""."""
+    return [[c or "" for c in row] for row in table]
