@@ -307,6 +307,8 @@ def _table(region: Sequence[Band]) -> GeoTable | None:
         if sum(len(c.split()) for c in cells) > _MAX_TEXT_CELL_WORDS * len(cells):
             return None
     header_count = _header_count(rows, numeric)
+    while header_count > 1 and all(not c for c in rows[header_count - 1].cells[1:]):
+        header_count -= 1  # a label alone right above the data opens a section of rows ("Actual"), not the header
     header, body = rows[:header_count], rows[header_count:]
     labels = range(numeric[0]) if numeric and numeric[0] > 0 else range(1)
     logical = _logical_rows(body, list(labels), numeric, len(columns))

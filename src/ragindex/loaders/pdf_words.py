@@ -24,6 +24,11 @@ MIN_TABLE_COLUMNS = 2
 MAX_CELL_LINES = 8
 """A cell with more lines than this is rows the finder failed to separate, not a cell."""
 
+_WIDE_RUN = 1.35
+"""A run wider than this times what its characters need is looked at for gaps inside it (cells in one run)."""
+_MEAN_CHAR_EM = 0.5
+_CELL_GAP_EM = 0.9
+
 Word = dict[str, object]
 Table = tuple[BBox, list[list[str | None]]]
 
@@ -59,18 +64,56 @@ def page_words(page: Any, textpage: Any) -> list[Word]:
                 font = name.value.decode("latin-1", "replace")
             if pdfium_c.FPDFText_GetFontWeight(textpage.raw, index) >= 600:
                 font += "-Bold"
-        words.append(
-            {
-                "text": " ".join(text.split()),
-                "x0": left,
-                "x1": right,
-                "top": height - top,
-                "bottom": height - bottom,
-                "size": size,
-                "fontname": font,
-            }
-        )
+        pieces = [(text, left, right)]
+        if index >= 0 and size > 0 and right - left > _WIDE_RUN * len(text) * size * _MEAN_CHAR_EM:
+            pieces = _split_at_gaps(textpage, index, (left, bottom, right, top), size) or pieces
+        for piece, x0, x1 in pieces:
+            words.append(
+                {
+                    "text": " ".join(piece.split()),
+                    "x0": x0,
+                    "x1": x1,
+                    "top": height - top,
+                    "bottom": height - bottom,
+                    "size": size,
+                    "fontname": font,
+                }
+            )
     return words
+
+
+def _split_at_gaps(
+    textpage: Any, index: int, rect: tuple[float, float, float, float], size: float
+) -> list[tuple[str, float, float]] | None:
+    """A text run cut where its characters leave a gap of over ``_CELL_GAP_EM`` ems, as ``(text, x0, x1)``.
+
+    Table cells set apart by spaces or by positioning inside one run come apart; None when there is no such gap.
+
+    Only runs much wider than their characters need are looked at (the caller checks), so prose costs nothing.
+    """
+    left, bottom, right, top = rect
+    pieces: list[tuple[str, float, float]] = []
+    text, x0, x1 = "", 0.0, 0.0
+    spaced = False
+    for i in range(index, textpage.count_chars()):
+        char = textpage.get_text_range(i, 1)
+        if not char or char.isspace():
+            spaced = bool(text)
+            continue
+        c_left, c_bottom, c_right, c_top = textpage.get_charbox(i)
+        if c_left > right + 1 or c_right < left - 1 or (c_bottom + c_top) / 2 < bottom or (c_bottom + c_top) / 2 > top:
+            break  # past the run
+        if text and c_left - x1 > _CELL_GAP_EM * size:
+            pieces.append((text, x0, x1))
+            text, spaced = "", False
+        if not text:
+            x0 = c_left
+        text += (" " if spaced else "") + char
+        spaced = False
+        x1 = max(x1, c_right) if text != char else c_right
+    if text:
+        pieces.append((text, x0, x1))
+    return pieces if len(pieces) > 1 else None
 
 
 def draws_paths(page: Any) -> bool:
