@@ -46,6 +46,8 @@ _MIN_DATA_BANDS = 3
 _MAX_HEADER_BANDS = 3
 _PROSE_WORDS = 6
 _PROSE_CHARS = 25
+_COLUMN_X_STEP = 4.0
+_MIN_COLUMN_LINES = 5
 _MAX_TEXT_CELL_WORDS = 4.0
 _NUMERIC_SHARE = 0.6
 
@@ -180,13 +182,49 @@ def _tabular(band: Band) -> bool:
 
 def find_tables(words: Sequence[Word]) -> list[GeoTable]:
     """The tables without rules among a page's ``words`` (pdfplumber-style words with ``size``, ``fontname``)."""
-    bands = bands_of(segments_of(words))
+    segments = segments_of(words)
+    boxes = _text_columns(segments)
+    if boxes:  # a table beside a column of prose: the prose is not part of its bands
+        segments = [s for s in segments if not any(_within(s, box) for box in boxes)]
+    bands = bands_of(segments)
     out: list[GeoTable] = []
     for region in _regions(bands):
         table = _table(region)
         if table is not None:
             out.append(table)
     return out
+
+
+def _text_columns(segments: Sequence[Segment]) -> list[BBox]:
+    """The boxes of the page's columns of running text: five or more lines of prose starting at one x, one
+    under the other (a new box where they leave a gap of over three lines)."""
+    by_x: dict[int, list[Segment]] = {}
+    for s in segments:
+        if _prose(s):
+            by_x.setdefault(round(s.x0 / _COLUMN_X_STEP), []).append(s)
+    boxes: list[BBox] = []
+    for members in by_x.values():
+        members.sort(key=lambda s: s.top)
+        run: list[Segment] = []
+        for s in [*members, None]:
+            if s is not None and (not run or s.top - run[-1].bottom <= 3 * max(run[-1].bottom - run[-1].top, 1.0)):
+                run.append(s)
+                continue
+            if len(run) >= _MIN_COLUMN_LINES:
+                boxes.append(
+                    BBox(
+                        min(x.x0 for x in run) - 1,
+                        run[0].top - 1,
+                        max(x.x1 for x in run) + 1,
+                        run[-1].bottom + 1,
+                    )
+                )
+            run = [s] if s is not None else []
+    return boxes
+
+
+def _within(segment: Segment, box: BBox) -> bool:
+    return segment.x0 >= box.x0 and segment.x1 <= box.x1 + segment.size and box.top <= segment.middle <= box.bottom
 
 
 def _regions(bands: Sequence[Band]) -> list[list[Band]]:
@@ -302,10 +340,8 @@ def _table(region: Sequence[Band]) -> GeoTable | None:
     if sum(1 for r in rows if sum(1 for c in r.cells if c) > 1) < _MIN_DATA_BANDS:
         return None
     numeric = _numeric_columns(rows)
-    if not numeric:  # text only: a table of short cells, not lines of prose that happen to sit side by side
-        cells = [c for r in rows for c in r.cells if c]
-        if sum(len(c.split()) for c in cells) > _MAX_TEXT_CELL_WORDS * len(cells):
-            return None
+    if not numeric and not _short_column(rows):  # text only: not lines of prose that sit side by side
+        return None
     header_count = _header_count(rows, numeric)
     while header_count > 1 and all(not c for c in rows[header_count - 1].cells[1:]):
         header_count -= 1  # a label alone right above the data opens a section of rows ("Actual"), not the header
@@ -320,6 +356,15 @@ def _table(region: Sequence[Band]) -> GeoTable | None:
         out_rows.insert(0, header_row)
     box = BBox(x0, min(b.top for b in region), x1, max(b.bottom for b in region))
     return GeoTable(box=box, rows=out_rows, header=1 if header else 0, columns=columns)
+
+
+def _short_column(rows: Sequence[_Row]) -> bool:
+    """Whether some column holds short cells (labels: at most four words on average)."""
+    for i in range(len(rows[0].cells)):
+        cells = [r.cells[i] for r in rows if r.cells[i]]
+        if len(cells) >= 2 and sum(len(c.split()) for c in cells) <= _MAX_TEXT_CELL_WORDS * len(cells):
+            return True
+    return False
 
 
 def _numeric_columns(rows: Sequence[_Row]) -> list[int]:
@@ -383,7 +428,7 @@ def _join_wrapped_cells(rows: Sequence[_Row], labels: Sequence[int], numeric: Se
             previous is not None
             and row.kind == "row"
             and previous.kind == "row"
-            and not any(row.cells[i] for i in labels)
+            and (not any(row.cells[i] for i in labels) or all(_continues_text(c) for c in row.cells if c))
             and not any(row.cells[i] for i in numeric)
             and row.top - previous.bottom < 0.8 * (row.bottom - row.top)
         ):
@@ -391,6 +436,11 @@ def _join_wrapped_cells(rows: Sequence[_Row], labels: Sequence[int], numeric: Se
         else:
             out.append(row)
     return out
+
+
+def _continues_text(cell: str) -> bool:
+    """A cell's line that reads as the rest of a wrapped one (it starts in lower case)."""
+    return cell[:1].islower()
 
 
 def _join_label(row: _Row, before: _Row | None, after: _Row | None, out: list[_Row]) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import io
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,7 +28,8 @@ MAX_CELL_LINES = 8
 _WIDE_RUN = 1.35
 """A run wider than this times what its characters need is looked at for gaps inside it (cells in one run)."""
 _MEAN_CHAR_EM = 0.5
-_CELL_GAP_EM = 0.9
+_CELL_GAP_EM = 0.65
+_NUMBER = re.compile(r"(?<![\w.,])[-+(]?[$€£]?\d[\d,.]*%?\)?(?![\w])")
 
 Word = dict[str, object]
 Table = tuple[BBox, list[list[str | None]]]
@@ -65,7 +67,11 @@ def page_words(page: Any, textpage: Any) -> list[Word]:
             if pdfium_c.FPDFText_GetFontWeight(textpage.raw, index) >= 600:
                 font += "-Bold"
         pieces = [(text, left, right)]
-        if index >= 0 and size > 0 and right - left > _WIDE_RUN * len(text) * size * _MEAN_CHAR_EM:
+        if (
+            index >= 0
+            and size > 0
+            and (right - left > _WIDE_RUN * len(text) * size * _MEAN_CHAR_EM or len(_NUMBER.findall(text)) >= 2)
+        ):
             pieces = _split_at_gaps(textpage, index, (left, bottom, right, top), size) or pieces
         for piece, x0, x1 in pieces:
             words.append(
@@ -89,7 +95,8 @@ def _split_at_gaps(
 
     Table cells set apart by spaces or by positioning inside one run come apart; None when there is no such gap.
 
-    Only runs much wider than their characters need are looked at (the caller checks), so prose costs nothing.
+    Only runs much wider than their characters need, or holding two numbers or more, are looked at (the caller
+    checks), so prose costs nothing.
     """
     left, bottom, right, top = rect
     pieces: list[tuple[str, float, float]] = []
