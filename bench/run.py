@@ -1,4 +1,5 @@
-"""The benchmark suite: ``python -m bench.run [ingest] [noop] [change] [query] [pdf] [light] [watch] [records] [parse-quality]``.
+"""The benchmark suite: ``python -m bench.run [ingest] [noop] [change] [query] [pdf] [light] [watch] [records]
+[parse-quality]``.
 
 Default: all.
 

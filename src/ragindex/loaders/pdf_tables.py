@@ -196,8 +196,10 @@ def find_tables(words: Sequence[Word]) -> list[GeoTable]:
 
 
 def _text_columns(segments: Sequence[Segment]) -> list[BBox]:
-    """The boxes of the page's columns of running text: five or more lines of prose starting at one x, one
-    under the other (a new box where they leave a gap of over three lines)."""
+    """The boxes of the page's columns of running text.
+
+    Five or more lines of prose starting at one x, one under the other; a gap of over three lines starts a new box.
+    """
     by_x: dict[int, list[Segment]] = {}
     for s in segments:
         if _prose(s):
@@ -205,21 +207,17 @@ def _text_columns(segments: Sequence[Segment]) -> list[BBox]:
     boxes: list[BBox] = []
     for members in by_x.values():
         members.sort(key=lambda s: s.top)
-        run: list[Segment] = []
-        for s in [*members, None]:
-            if s is not None and (not run or s.top - run[-1].bottom <= 3 * max(run[-1].bottom - run[-1].top, 1.0)):
-                run.append(s)
-                continue
-            if len(run) >= _MIN_COLUMN_LINES:
-                boxes.append(
-                    BBox(
-                        min(x.x0 for x in run) - 1,
-                        run[0].top - 1,
-                        max(x.x1 for x in run) + 1,
-                        run[-1].bottom + 1,
-                    )
-                )
-            run = [s] if s is not None else []
+        runs: list[list[Segment]] = []
+        for s in members:
+            if runs and s.top - runs[-1][-1].bottom <= 3 * max(runs[-1][-1].bottom - runs[-1][-1].top, 1.0):
+                runs[-1].append(s)
+            else:
+                runs.append([s])
+        boxes += [
+            BBox(min(x.x0 for x in run) - 1, run[0].top - 1, max(x.x1 for x in run) + 1, run[-1].bottom + 1)
+            for run in runs
+            if len(run) >= _MIN_COLUMN_LINES
+        ]
     return boxes
 
 
