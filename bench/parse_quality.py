@@ -59,10 +59,11 @@ class Truth:
 
 @dataclass
 class Found:
-    """One table a tool found."""
+    """One table a tool found; ``parts``: its pages' parts when it was merged across pages."""
 
     pages: set[int]
     rows: Rows
+    parts: list[Found] = field(default_factory=list)
 
 
 @dataclass
@@ -164,11 +165,16 @@ def ragindex_tables(paths: Sequence[Path]) -> tuple[dict[Path, list[Found]], dic
             if block.kind != BlockKind.TABLE:
                 continue
             rows = _markdown_rows(doc.text[block.start : block.end])
+            page = block.page or 1
             if block.start == previous_end + 1 and found:  # the rows of a table continued on the next page
-                found[-1].rows.extend(rows)
-                found[-1].pages.add(block.page or 1)
+                merged = found[-1]
+                if not merged.parts:
+                    merged.parts.append(Found(set(merged.pages), list(merged.rows)))
+                merged.parts.append(Found({page}, [merged.rows[0], *rows]))  # scored with its header, too
+                merged.rows.extend(rows)
+                merged.pages.add(page)
             else:
-                found.append(Found({block.page or 1}, rows))
+                found.append(Found({page}, rows))
             previous_end = block.end
         out[path] = found
     return out, seconds
@@ -272,13 +278,16 @@ def score(truths: Sequence[Truth], found: dict[Path, list[Found]]) -> tuple[list
     for truth in truths:
         t_cells, t_pairs = _cells(truth.rows), _pairs(truth.rows)
         best: tuple[float, int, Found] | None = None
-        for candidate in found.get(truth.pdf, []):
-            if not candidate.pages & truth.pages:
-                continue
-            hits = sum((_cells(candidate.rows) & t_cells).values())
-            f1 = 2 * hits / max(sum(_cells(candidate.rows).values()) + sum(t_cells.values()), 1)
-            if best is None or f1 > best[0]:
-                best = (f1, id(candidate), candidate)
+        for table in found.get(truth.pdf, []):
+            # a table merged across pages is matched whole, or by the part on the truth's page (where the truth
+            # cuts it per page)
+            for candidate in [table, *table.parts]:
+                if not candidate.pages & truth.pages:
+                    continue
+                hits = sum((_cells(candidate.rows) & t_cells).values())
+                f1 = 2 * hits / max(sum(_cells(candidate.rows).values()) + sum(t_cells.values()), 1)
+                if best is None or f1 > best[0]:
+                    best = (f1, id(table), candidate)
         s = Score(truth_cells=sum(t_cells.values()), truth_pairs=sum(t_pairs.values()))
         if best is not None and best[0] > 0:
             used.add(best[1])

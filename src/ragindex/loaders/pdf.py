@@ -28,7 +28,7 @@ from ragindex.loaders.pdf_layout import (
     paragraphs_of,
     place_tables,
 )
-from ragindex.loaders.pdf_tables import find_tables, mark_captions, merge_continued
+from ragindex.loaders.pdf_tables import drop_empty_columns, find_tables, mark_captions, merge_continued
 from ragindex.loaders.pdf_words import (
     RuledTables,
     draws_paths,
@@ -165,7 +165,10 @@ class PdfLoader(OcrLoader):
                 return [], shows_image(page)
             found = tables.find(number) if draws_paths(page) else []
             words = outside(words, [box for box, _ in found]) if found else words
-            ruled = [Paragraph(kind="table", rows=split_merged_rows(rows), box=box) for box, rows in found]
+            ruled = [
+                Paragraph(kind="table", rows=drop_empty_columns(split_merged_rows(rows)), box=box)
+                for box, rows in found
+            ]
             geometric = find_tables(words)
             words = outside(words, [t.box for t in geometric]) if geometric else words
             ruled += [Paragraph(kind="table", rows=t.rows, box=t.box) for t in geometric]

@@ -36,14 +36,17 @@ Word = dict[str, object]
 
 _LEADER = re.compile(r"\s*(?:\.\s?){4,}\s*|\s*(?:…\s?){2,}\s*|\s*(?:_\s?){4,}\s*")
 _NUMERIC = re.compile(
-    r"[-+−–(\[]?\s?[$€£¥]?\s?[-+−–]?\d[\d,.\s]*(?:%|‰|[a-zA-Z*†‡]{1,2})?\s?[)\]]?(?:\s?[/±]\s?[-+−–]?\d[\d,.]*%?)?"
+    r"[-+−–(\[]?\s?[$€£¥]?\s?[-+−–]?\d[\d,.\s]*(?:%|‰|[a-zA-Z*†‡]{1,2})?\s?"
+    r"(?:\s?[/±–-]\s?[-+−–]?\d[\d,.]*%?)?[)\]]?"
 )
+_TOKEN_NUMBER = re.compile(r"[-+−–(\[]?[$€£¥]?[-+−–]?\d[\d,.]*(?:%|‰)?(?:[–-]\d[\d,.]*%?)?[)\]]?[*†‡]?")
+_THOUSANDS = re.compile(r"\d{3}")
 _PLACEHOLDERS = frozenset({"-", "—", "–", "−", "n/a", "na", "n.a.", "nil", "none", "x", "*", "…", "..."})
 _JOIN_GAP_EM = 0.5
 _BAND_TOLERANCE = 0.34
 _MAX_GAP_LINES = 2.5
 _MIN_DATA_BANDS = 3
-_MAX_HEADER_BANDS = 3
+_MAX_HEADER_BANDS = 5
 _PROSE_WORDS = 6
 _PROSE_CHARS = 25
 _COLUMN_X_STEP = 4.0
@@ -64,6 +67,7 @@ class Segment:
     size: float
     bold: bool = False
     leader: bool = False  # a dot leader ran from it to the next segment
+    apart: bool = False  # cut from the next segment on purpose (numbers side by side): never joined to it
 
     @property
     def middle(self) -> float:
@@ -114,6 +118,13 @@ def is_numeric(text: str) -> bool:
     return bool(text) and (text.lower() in _PLACEHOLDERS or _NUMERIC.fullmatch(text) is not None)
 
 
+def drop_empty_columns(rows: Sequence[Sequence[str | None]]) -> list[list[str | None]]:
+    """``rows`` without the columns that are empty in every row (a ruled grid's slivers around spanning cells)."""
+    width = max((len(r) for r in rows), default=0)
+    keep = [i for i in range(width) if any(i < len(r) and (r[i] or "").strip() for r in rows)]
+    return [[r[i] if i < len(r) else None for i in keep] for r in rows]
+
+
 def segments_of(words: Sequence[Word]) -> list[Segment]:
     """The words as segments, dot leaders cut out (their x positions estimated from the characters)."""
     out: list[Segment] = []
@@ -132,11 +143,42 @@ def segments_of(words: Sequence[Word]) -> list[Segment]:
         pieces.append((position, len(text), False))
         for start, end, leader in pieces:
             piece = text[start:end].strip()
+            cuts = _number_cuts(text, start, end)
+            for i, (a, b) in enumerate(itertools.pairwise([start, *cuts, end])):
+                part = text[a:b].strip()
+                if part:
+                    last = i == len(cuts)
+                    segment = Segment(
+                        part, x0 + a * per_char, x0 + b * per_char, top, bottom, size, bold, leader and last
+                    )
+                    segment.apart = not last
+                    out.append(segment)
             if piece:
-                out.append(Segment(piece, x0 + start * per_char, x0 + end * per_char, top, bottom, size, bold, leader))
-            elif leader and out and out[-1].top == top:  # the leader opened the run: it follows the last segment
+                continue
+            if leader and out and out[-1].top == top:  # the leader opened the run: it follows the last segment
                 out[-1].leader = True
     return out
+
+
+def _number_cuts(text: str, start: int, end: int) -> list[int]:
+    """Where ``text[start:end]`` ends in two numbers or more side by side (``Ohio 19,820 154.0``): before each.
+
+    ``100 000`` (a thousands group after a space) stays one number; a label with one number (``Ages 18``) is
+    not cut.
+    """
+    tokens = [(m.start(), m.group()) for m in re.finditer(r"\S+", text[start:end])]
+    tail = len(tokens)
+    while tail > 0 and _TOKEN_NUMBER.fullmatch(tokens[tail - 1][1]):
+        tail -= 1
+    if len(tokens) - tail < 2:
+        return []
+    cuts = []
+    for i in range(max(tail, 1), len(tokens)):
+        previous, token = tokens[i - 1][1], tokens[i][1]
+        if _THOUSANDS.fullmatch(token) and previous.isdigit() and len(previous) <= 3:
+            continue
+        cuts.append(start + tokens[i][0])
+    return cuts
 
 
 def bands_of(segments: Sequence[Segment]) -> list[Band]:
@@ -153,11 +195,15 @@ def bands_of(segments: Sequence[Segment]) -> list[Band]:
         joined: list[Segment] = []
         for s in band.segments:
             last = joined[-1] if joined else None
-            if last is not None and not last.leader and s.x0 - last.x1 < _JOIN_GAP_EM * max(s.size, 1.0):
+            if (
+                last is not None
+                and not (last.leader or last.apart)
+                and s.x0 - last.x1 < _JOIN_GAP_EM * max(s.size, 1.0)
+            ):
                 last.text = f"{last.text} {s.text}"
                 last.x1 = max(last.x1, s.x1)
                 last.top, last.bottom = min(last.top, s.top), max(last.bottom, s.bottom)
-                last.leader = s.leader
+                last.leader, last.apart = s.leader, s.apart
             else:
                 joined.append(s)
         band.segments = joined
