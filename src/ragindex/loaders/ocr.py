@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ragindex.errors import ConfigurationError, DocumentLoadError
+from ragindex.loaders.ocr_layout import Word, order_by_columns
 from ragindex.loaders.pdf_layout import join_words
 from ragindex.types import BBox
 
@@ -142,8 +143,12 @@ def confidence(paragraphs: Sequence[OcrParagraph]) -> float:
 
 
 def parse_tsv(tsv: str) -> list[OcrParagraph]:
-    """Tesseract's TSV output -> paragraphs (words with confidence < 0 are layout rows and are skipped)."""
-    lines: dict[tuple[int, int, int], list[tuple[str, BBox, float]]] = {}
+    """Tesseract's TSV output -> paragraphs in reading order (words with confidence < 0 are layout rows, skipped).
+
+    A page with columns is read column by column (:mod:`ragindex.loaders.ocr_layout`); any other page keeps
+    Tesseract's blocks, paragraphs and lines as it found them.
+    """
+    lines: dict[tuple[int, int, int], list[Word]] = {}
     for row in tsv.splitlines()[1:]:
         cells = row.split("\t")
         if len(cells) < 12 or cells[0] != "5":
@@ -154,19 +159,27 @@ def parse_tsv(tsv: str) -> list[OcrParagraph]:
             continue
         left, top, width, height = (float(c) for c in cells[6:10])
         key = (int(cells[2]), int(cells[3]), int(cells[4]))
-        lines.setdefault(key, []).append((text, BBox(left, top, left + width, top + height), confidence / 100))
-    paragraphs: dict[tuple[int, int], list[list[tuple[str, BBox, float]]]] = {}
+        lines.setdefault(key, []).append(Word(text, BBox(left, top, left + width, top + height), confidence / 100, key))
+    blocks = order_by_columns(list(lines.values()))
+    if blocks is not None:
+        return [_paragraph(block.text, block.words) for block in blocks]
+    paragraphs: dict[tuple[int, int], list[list[Word]]] = {}
     for (block, paragraph, _), words in lines.items():
         paragraphs.setdefault((block, paragraph), []).append(words)
-    out: list[OcrParagraph] = []
-    for paragraph_lines in paragraphs.values():
-        words = [w for line in paragraph_lines for w in line]
-        box = words[0][1]
-        for _, word_box, _ in words[1:]:
-            box = box.union(word_box)
-        text = "\n".join(join_words(w[0] for w in line) for line in paragraph_lines)
-        out.append(OcrParagraph(text=text, box=box, confidence=sum(w[2] for w in words) / len(words)))
-    return out
+    return [
+        _paragraph(
+            "\n".join(join_words(w.text for w in line) for line in paragraph_lines),
+            [w for line in paragraph_lines for w in line],
+        )
+        for paragraph_lines in paragraphs.values()
+    ]
+
+
+def _paragraph(text: str, words: Sequence[Word]) -> OcrParagraph:
+    box = words[0].box
+    for word in words[1:]:
+        box = box.union(word.box)
+    return OcrParagraph(text=text, box=box, confidence=sum(w.confidence for w in words) / len(words))
 
 
 def _installed_languages(command: str) -> set[str]:
