@@ -15,6 +15,7 @@ from typing import Any
 from ragindex.loaders.image import ImageLoader
 from ragindex.loaders.ocr import TesseractOcr
 from ragindex.loaders.ocr_layout import Word, order_by_columns
+from ragindex.loaders.pdf import PdfLoader
 from ragindex.types import BBox, Document
 
 TITLE = "Harbour Survey of the Northern Depots"
@@ -150,3 +151,78 @@ def cer(truth: str, got: str) -> float:
             current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
         previous = current
     return previous[-1] / len(a)
+
+
+ZH_TITLE = "北方港口仓库调查报告"
+ZH_TEXT = [
+    "今年三月到九月，调查组走访了沿海的十一个仓库，共记录三十七个问题，其中十二个与起重机有关。",
+    "每个仓库检查两次，第一次在淡季，第二次在旺季。旺季时最大的仓库每天进出四百二十辆卡车，排队时间超过一小时。",
+    "今年的吞吐量比去年增长了15.8%，达到二百六十万吨，但仓库面积只增加了八千平方米。",
+]
+
+
+def _chinese(ppi: int) -> Any:
+    """A Chinese page (Noto Sans CJK SC, 11 pt) drawn at 4x ``ppi`` and scanned at ``ppi`` (each pixel the mean of
+    the page under it, as a scanner's sensor sees it)."""
+    from PIL import Image, ImageDraw
+
+    drawn = 4 * ppi
+    image = Image.new("L", (round(8.27 * drawn), round(4.5 * drawn)), 255)
+    draw = ImageDraw.Draw(image)
+    margin, y = 0.9 * drawn, 0.6 * drawn
+    draw.text((margin, y), ZH_TITLE, font=_font("Noto Sans CJK SC:bold", 16, drawn), fill=0)
+    y += 32 * drawn / 72
+    body = _font("Noto Sans CJK SC", 11, drawn)
+    for paragraph in ZH_TEXT:
+        line = ""
+        for char in paragraph + "\n":
+            if char == "\n" or body.getlength(line + char) > image.width - 2 * margin:
+                draw.text((margin, y), line, font=body, fill=0)
+                y += 11 * 1.6 * drawn / 72
+                line = ""
+            line += char.strip()
+        y += 11 * 0.6 * drawn / 72
+    return image.resize((image.width // 4, image.height // 4), Image.Resampling.BOX)
+
+
+def _strips_pdf(image: Any, ppi: int, strips: int) -> bytes:
+    """An image-only pdf page showing ``image`` at ``ppi`` as ``strips`` horizontal image strips."""
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen import canvas
+
+    out = io.BytesIO()
+    page_w, page_h = image.width * 72 / ppi, image.height * 72 / ppi
+    pdf = canvas.Canvas(out, pagesize=(page_w, page_h), invariant=1)
+    bounds = [round(image.height * i / strips) for i in range(strips + 1)]
+    for top, bottom in zip(bounds, bounds[1:], strict=False):
+        strip = ImageReader(image.crop((0, top, image.width, bottom)))
+        pdf.drawImage(strip, 0, page_h - bottom * 72 / ppi, width=page_w, height=(bottom - top) * 72 / ppi)
+    pdf.showPage()
+    pdf.save()
+    return out.getvalue()
+
+
+def _unspaced(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def test_a_low_resolution_scan_is_enlarged_before_ocr(tmp_path: Path) -> None:
+    scan = _chinese(72)  # 11 pt characters 11 px high; the png declares no resolution: judged by its line height
+    truth = ZH_TITLE + "".join(ZH_TEXT)
+    doc = ImageLoader(ocr=lambda: TesseractOcr(("zh",))).load(tmp_path / "scan.png", _png(scan, None))[0]
+    as_is = TesseractOcr(("zh",)).recognize(scan, ppi=300)  # told it is sharp: read without enlarging
+    assert cer(truth, doc.text) <= 0.05 < cer(truth, "".join(p.text for p in as_is))
+    assert "共记录三十七个问题" in _unspaced(doc.text)
+    box = doc.blocks[0].bbox  # boxes stay in the image's own pixels
+    assert box is not None and box.x1 <= scan.width and box.bottom <= scan.height
+
+
+def test_a_chinese_scan_of_image_strips_at_96_ppi_is_read(tmp_path: Path) -> None:
+    scan = _chinese(96)
+    doc = PdfLoader(ocr=TesseractOcr).load(tmp_path / "strips.pdf", _strips_pdf(scan, 96, strips=5))[0]
+    text = _unspaced(doc.text)
+    for phrase in ("共记录三十七个问题", "四百二十辆卡车", "15.8%", "八千平方米"):
+        assert phrase in text
+    assert cer(ZH_TITLE + "".join(ZH_TEXT), doc.text) <= 0.05
+    box = doc.blocks[0].bbox  # in pdf points (the page is 595 x 324 pt)
+    assert box is not None and box.x1 < 600 and box.bottom < 330

@@ -46,6 +46,17 @@ OCR_DPI = 200
 """Resolution pages are rendered at for OCR: body text of 9-12 pt is then 25-33 px high, where Tesseract reads
 well; 300 dpi costs twice the time for no gain on the test set."""
 
+UPSCALE_BELOW_PPI = 200
+"""Scans under this resolution are enlarged before OCR (issue 26): at 96 ppi 10 pt text is 13 px high, and Tesseract
+misread 3% of a Chinese page's characters (30% at 72 ppi) that it reads after enlarging (docs/parsing.md)."""
+UPSCALE_TO_PPI = 300
+"""The resolution a low-resolution scan is enlarged to (Lanczos), at most :data:`_MAX_UPSCALE` times."""
+_MAX_UPSCALE = 4.0
+_MAX_UPSCALED_PIXELS = 60_000_000
+_BODY_LINE_POINTS = 10.0
+"""The height of a line of body text (10-11 pt type; its rows with ink) for :func:`glyph_ppi`: a line under 28 px
+high is enlarged."""
+
 _TIMEOUT_SECONDS = 120
 RETRY_CONFIDENCE = 0.8
 """Below this confidence the first language's reading of a page is retried with all the languages."""
@@ -97,8 +108,11 @@ class TesseractOcr:
         self._lang = "+".join(name for name, _ in wanted)
         self._first = wanted[0][0]
 
-    def recognize(self, image: Image) -> list[OcrParagraph]:
-        """The paragraphs of text on ``image``, in Tesseract's reading order.
+    def recognize(self, image: Image, ppi: float | None = None) -> list[OcrParagraph]:
+        """The paragraphs of text on ``image``, in reading order, with boxes in ``image``'s pixels.
+
+        ``ppi`` is the scan's resolution (from the pdf or the image file); None: estimated from the height of its
+        lines of text (:func:`glyph_ppi`). A scan under :data:`UPSCALE_BELOW_PPI` is enlarged first.
 
         The first configured language reads the page alone; only when that reading is unsure (a confidence
         under :data:`RETRY_CONFIDENCE`, as English gives on a Chinese page: 0.35 against 0.95 on English pages of
@@ -108,14 +122,15 @@ class TesseractOcr:
         Raises:
             DocumentLoadError: Tesseract failed or timed out on the image.
         """
+        enlarged, factor = upscale(image, ppi if ppi is not None else glyph_ppi(image))
         png = io.BytesIO()
-        image.save(png, format="PNG")
+        enlarged.save(png, format="PNG")
         data = png.getvalue()
         first = self._run(data, self._first)
-        if self._first == self._lang or confidence(first) >= RETRY_CONFIDENCE:
-            return first
-        combined = self._run(data, self._lang)
-        return combined if confidence(combined) > confidence(first) else first
+        if self._first != self._lang and confidence(first) < RETRY_CONFIDENCE:
+            combined = self._run(data, self._lang)
+            first = combined if confidence(combined) > confidence(first) else first
+        return first if factor == 1 else [_scaled(p, 1 / factor) for p in first]
 
     def _run(self, png: bytes, lang: str) -> list[OcrParagraph]:
         env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
@@ -134,6 +149,48 @@ class TesseractOcr:
             detail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
             raise DocumentLoadError(f"OCR failed (tesseract exit {done.returncode}: {detail[0]})")
         return parse_tsv(done.stdout.decode("utf-8", "replace"))
+
+
+def upscale(image: Image, ppi: float | None) -> tuple[Image, float]:
+    """``image`` enlarged when it is a low-resolution scan, and the factor.
+
+    Enlarged to :data:`UPSCALE_TO_PPI` when ``ppi`` is under :data:`UPSCALE_BELOW_PPI`; factor 1: unchanged (also
+    when ``ppi`` is unknown).
+    """
+    if ppi is None or ppi <= 0 or ppi >= UPSCALE_BELOW_PPI:
+        return image, 1.0
+    factor = min(UPSCALE_TO_PPI / ppi, _MAX_UPSCALE, (_MAX_UPSCALED_PIXELS / max(image.width * image.height, 1)) ** 0.5)
+    if factor <= 1.05:
+        return image, 1.0
+    from PIL import Image as PILImage
+
+    size = (round(image.width * factor), round(image.height * factor))
+    return image.resize(size, PILImage.Resampling.LANCZOS), factor
+
+
+def glyph_ppi(image: Image) -> float | None:
+    """The resolution of a scan guessed from its lines of text.
+
+    Their median height (rows with ink, a horizontal projection) is taken as :data:`_BODY_LINE_POINTS`; None
+    without at least three lines.
+    """
+    import numpy as np
+
+    gray = np.asarray(image.convert("L"))
+    if gray.size == 0:
+        return None
+    rows = (gray < 128).sum(axis=1) > max(2, gray.shape[1] // 500)
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], rows.astype(np.int8), [0]))))
+    heights = [int(h) for h in edges[1::2] - edges[0::2] if h >= 4]
+    if len(heights) < 3:
+        return None
+    return float(np.median(heights)) / (_BODY_LINE_POINTS / 72)
+
+
+def _scaled(paragraph: OcrParagraph, by: float) -> OcrParagraph:
+    box = paragraph.box
+    scaled = BBox(box.x0 * by, box.top * by, box.x1 * by, box.bottom * by)
+    return OcrParagraph(text=paragraph.text, box=scaled, confidence=paragraph.confidence)
 
 
 def confidence(paragraphs: Sequence[OcrParagraph]) -> float:

@@ -38,6 +38,7 @@ line's usual word gap, form one spanning line (a heading whose space falls on th
 _PARAGRAPH_GAP = 0.5
 """Two spanning lines closer than this many line heights are one paragraph (a heading on two lines)."""
 _PARAGRAPH_PITCH = 1.3
+_DESCENDERS = frozenset("gjpqyQ,;()[]{}/|@$")
 _STOPS = (".", "!", "?", ":", "。", "！", "？", "：", '"', "”", "'", "’")
 
 
@@ -73,8 +74,16 @@ class _Piece:
 
     @property
     def size(self) -> float | None:
-        """The height of the line's tall words (capitals, digits, ascenders, CJK); None when it has none."""
-        tall = [w.box.bottom - w.box.top for w in self.words if any(_tall(c) for c in w.text)]
+        """The type size: the height of the line's tall words without descenders (capitals, digits, ascenders, CJK).
+
+        None when it has none. A word's box runs from its highest to its lowest ink, so "depots" is a third higher
+        than "northern" in the same type.
+        """
+        tall = [
+            w.box.bottom - w.box.top
+            for w in self.words
+            if any(_tall(c) for c in w.text) and not any(c in _DESCENDERS for c in w.text)
+        ]
         return max(tall) if tall else None
 
     @property
@@ -225,7 +234,7 @@ def _paragraphs(column: Sequence[_Piece]) -> list[Block]:
     left = min(p.box.x0 for p in column)
     middles = [(p.box.top + p.box.bottom) / 2 for p in column]
     pitches = [b - a for a, b in zip(middles, middles[1:], strict=False)]
-    height = median([size for p in column if (size := p.size) is not None] or [p.height for p in column])
+    height = median(p.height for p in column)
     usual = min(max(median(pitches), height), 1.5 * height) if pitches else height
     out: list[Block] = []
     for piece, pitch in zip(column, [0.0, *pitches], strict=True):
