@@ -1,4 +1,5 @@
-"""The benchmark suite: ``python -m bench.run [ingest] [noop] [change] [query] [pdf] [light] [watch] [records]``.
+"""The benchmark suite: ``python -m bench.run [ingest] [noop] [change] [query] [pdf] [light] [watch] [records]
+[ocr-quality]``.
 
 Default: all.
 
@@ -17,6 +18,7 @@ from bench.common import mark_start
 from bench.ingest import bench_change, bench_ingest, bench_noop
 from bench.latency import bench_query
 from bench.light import bench_light
+from bench.ocr_quality import bench_ocr_quality
 from bench.pdf import bench_pdf
 from bench.records import bench_records
 from bench.report import write
@@ -31,6 +33,7 @@ BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
     "light": bench_light,
     "watch": bench_watch,
     "records": bench_records,
+    "ocr-quality": bench_ocr_quality,
 }
 
 

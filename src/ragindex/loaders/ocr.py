@@ -52,6 +52,9 @@ misread 3% of a Chinese page's characters (30% at 72 ppi) that it reads after en
 UPSCALE_TO_PPI = 300
 """The resolution a low-resolution scan is enlarged to (Lanczos), at most :data:`_MAX_UPSCALE` times."""
 _MAX_UPSCALE = 4.0
+_PPI_SLACK = 5.0
+"""A scan this close under :data:`UPSCALE_BELOW_PPI` is left alone (a 200 ppi scan placed in a pdf or a png's pixels
+per metre read back as 199.x)."""
 _MAX_UPSCALED_PIXELS = 60_000_000
 _BODY_LINE_POINTS = 10.0
 """The height of a line of body text (10-11 pt type; its rows with ink) for :func:`glyph_ppi`: a line under 28 px
@@ -157,7 +160,7 @@ def upscale(image: Image, ppi: float | None) -> tuple[Image, float]:
     Enlarged to :data:`UPSCALE_TO_PPI` when ``ppi`` is under :data:`UPSCALE_BELOW_PPI`; factor 1: unchanged (also
     when ``ppi`` is unknown).
     """
-    if ppi is None or ppi <= 0 or ppi >= UPSCALE_BELOW_PPI:
+    if ppi is None or ppi <= 0 or ppi >= UPSCALE_BELOW_PPI - _PPI_SLACK:
         return image, 1.0
     factor = min(UPSCALE_TO_PPI / ppi, _MAX_UPSCALE, (_MAX_UPSCALED_PIXELS / max(image.width * image.height, 1)) ** 0.5)
     if factor <= 1.05:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragindex.errors import DocumentLoadError, RagindexError
 from ragindex.loaders.layout import LayoutBuilder
+from ragindex.loaders.ocr import UPSCALE_BELOW_PPI
 from ragindex.loaders.pdf_layout import (
     HeadingLevels,
     Line,
@@ -206,7 +207,8 @@ class _PageOcr:
                 try:
                     # a low-resolution scan is rendered at its own resolution, and the OCR enlarges it (Lanczos)
                     ppi = scan_ppi(page)
-                    dpi = ppi if ppi is not None and ppi < self.loader.ocr_dpi else self.loader.ocr_dpi
+                    low = ppi is not None and ppi < min(self.loader.ocr_dpi, UPSCALE_BELOW_PPI) - 5
+                    dpi = ppi if low and ppi is not None else self.loader.ocr_dpi
                     image = page.render(scale=dpi / 72, grayscale=True).to_pil()
                 finally:
                     page.close()
