@@ -4,6 +4,7 @@
   from the bottom of the left column to the top of the right one, a full-width bold heading under both columns,
   then two more columns;
 * the same page at 96 ppi (a low-resolution scan, as an image with its DPI and as an image-only pdf);
+* ``zh-72.png``: the Chinese page at 72 ppi (its png declares 72, which counts as unknown: judged by line height);
 * ``zh-strips``: a Chinese page (Noto Sans CJK, fonts-noto-cjk) at 96 ppi, cut into horizontal image strips inside a
   pdf (as some scanners and converters write a page), with digits and measure words (三十七个, 2026年, 15.8%).
 
@@ -229,4 +230,5 @@ def scans() -> list[Scan]:
         Scan("two-column-96.pdf", "en", 96, ".pdf", pdf_of_strips(two_96, 96), english),
         Scan("zh-strips-96.pdf", "zh", 96, ".pdf", pdf_of_strips(zh_96, 96, strips=6), chinese),
         Scan("zh-96.png", "zh", 96, ".png", image_bytes(zh_96, 96), chinese),
+        Scan("zh-72.png", "zh", 72, ".png", image_bytes(scanned(zh_384, 72, 384), 72), chinese),
     ]
