@@ -14,8 +14,8 @@ Engines:
   ``chi_sim_vert`` (tesseract-ocr-chi-sim-vert), ``HanS`` (the script model, tesseract-ocr-script-hans);
   Debian has no ``tessdata_best`` package;
 * ``rapidocr`` (rapidocr-onnxruntime 1.4.4, PP-OCRv4 models in its wheel) in its own venv (``bench/ocr_venv.sh``,
-  ``OCR_BENCH_VENV``, default /work/venvs/ocr), on the page image as it is and enlarged to 300 ppi. Skipped with
-  a note when the venv cannot be made.
+  ``OCR_BENCH_VENV``, default /work/venvs/ocr), on the page image as it is and enlarged as ragindex enlarges it.
+  Skipped with a note when the venv cannot be made.
 
 Timing: one page per scan, seconds of the load (or the engine call) after the engine is built; on a shared
 2-core machine, so note the load average. ``python -m bench.run ocr-quality`` stores and renders the section;
@@ -190,7 +190,7 @@ def run(*, rapidocr: bool = True) -> list[dict]:
             rows += [_ragindex(scan, (model,), f"ragindex, tesseract {model}") for model in CHINESE_MODELS]
             image = page_image(scan)
             rapid_targets.append((scan, "rapidocr", image))
-            rapid_targets.append((scan, "rapidocr, enlarged to 300 ppi", upscale(image, scan.ppi)[0]))
+            rapid_targets.append((scan, "rapidocr, enlarged", upscale(image, scan.ppi)[0]))
     if rapidocr and rapid_targets:
         rows += _rapidocr(rapid_targets)
     return rows
