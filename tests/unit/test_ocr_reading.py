@@ -226,3 +226,13 @@ def test_a_chinese_scan_of_image_strips_at_96_ppi_is_read(tmp_path: Path) -> Non
     assert cer(ZH_TITLE + "".join(ZH_TEXT), doc.text) <= 0.05
     box = doc.blocks[0].bbox  # in pdf points (the page is 595 x 324 pt)
     assert box is not None and box.x1 < 600 and box.bottom < 330
+
+
+def test_a_borderless_table_of_terms_and_definitions_is_not_read_as_two_columns() -> None:
+    # short terms (under 12 word heights) beside long definitions: rows, not columns
+    lines = [
+        [_word(f"term{i}", 100, 40 * i, 180, (1, 1, i))]
+        + [_word(f"def{i}", 400 + 120 * k, 40 * i, 110, (1, 1, i)) for k in range(6)]
+        for i in range(8)
+    ]
+    assert order_by_columns(lines) is None

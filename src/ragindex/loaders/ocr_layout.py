@@ -5,7 +5,7 @@ full-width headings) it joins the lines of both columns into one line ("...the l
 and a paragraph running from the bottom of one column to the top of the next comes out as two. The rules, chosen
 on the scans of ``bench/ocr_quality.py`` (docs/parsing.md):
 
-* **Columns**: a column starts at an x where at least three wide runs of words (6+ line heights, so not table
+* **Columns**: a column starts at an x where at least three wide runs of words (12+ word heights, so not table
   cells or list numbers) start, with wide runs of text on its left over the same height, and which at most half as
   many runs cross. A page with no such x keeps Tesseract's order.
 * **Lines** are split at the column starts (a gap in a Tesseract line there is the gutter); a line with a word
@@ -29,8 +29,9 @@ from ragindex.types import BBox
 
 _RUN_GAP = 0.8
 """A gap of this many line heights between two words splits a line into runs (column detection only)."""
-_WIDE_RUN = 6.0
-"""A run this many line heights wide is running text, not a table cell, list number or page number."""
+_WIDE_RUN = 12.0
+"""A run this many word heights wide (about 1.2 in of 10 pt type) is running text, not a table cell, a list number
+or a page number: a borderless two-column table of terms and definitions is not read as two columns."""
 _MIN_COLUMN_RUNS = 3
 _GUTTER = 1.0
 """Words on both sides of a column start with a gap under this many (body) word heights, or under 2.5 times the
