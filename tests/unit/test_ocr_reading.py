@@ -12,10 +12,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from ragindex.loaders.image import ImageLoader
-from ragindex.loaders.ocr import TesseractOcr
+from ragindex.loaders.image import ImageLoader, declared_ppi
+from ragindex.loaders.ocr import TesseractOcr, glyph_ppi
 from ragindex.loaders.ocr_layout import Word, order_by_columns
-from ragindex.loaders.pdf import PdfLoader
+from ragindex.loaders.pdf import PdfLoader, scan_ppi
 from ragindex.types import BBox, Document
 
 TITLE = "Harbour Survey of the Northern Depots"
@@ -236,3 +236,17 @@ def test_a_borderless_table_of_terms_and_definitions_is_not_read_as_two_columns(
         for i in range(8)
     ]
     assert order_by_columns(lines) is None
+
+
+def test_the_resolution_of_a_scan_comes_from_the_pdf_the_file_or_its_lines() -> None:
+    import pypdfium2
+    from PIL import Image
+
+    scan = _chinese(96)
+    pdf = pypdfium2.PdfDocument(_strips_pdf(scan, 96, strips=5))
+    assert round(scan_ppi(pdf[0]) or 0) == 96  # the strips' pixels over their placed size
+    pdf.close()
+    assert declared_ppi(Image.open(io.BytesIO(_png(scan, 200))).info) == 200  # pHYs: 7874 px/m, 199.9996 dpi
+    assert declared_ppi(Image.open(io.BytesIO(_png(scan, 72))).info) is None  # the writers' default says nothing
+    assert declared_ppi(Image.open(io.BytesIO(_png(scan, None))).info) is None
+    assert 85 < (glyph_ppi(_two_columns(96)) or 0) < 110 and 180 < (glyph_ppi(_two_columns(200)) or 0) < 225
