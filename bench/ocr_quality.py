@@ -110,6 +110,15 @@ def _ragindex(scan: Scan, languages: tuple[str, ...], engine: str) -> dict:
     return _row(scan, engine, doc.text, seconds, blocks, note="+".join(languages))
 
 
+def _model(scan: Scan, model: str) -> dict:
+    from ragindex.errors import ConfigurationError
+
+    try:
+        return _ragindex(scan, (model,), f"ragindex, tesseract {model}")
+    except ConfigurationError as exc:  # a language pack not installed: scripts/system-packages.sh installs them
+        return {"engine": f"ragindex, tesseract {model}", "note": f"skipped: {exc.message}"}
+
+
 def page_image(scan: Scan, dpi: float | None = None) -> Any:
     """The scan's page as an image: an image file as it is; a pdf page rendered at ``dpi`` (None: its scan's ppi)."""
     from PIL import Image
@@ -187,7 +196,7 @@ def run(*, rapidocr: bool = True) -> list[dict]:
         rows.append(_ragindex(scan, ("en", "zh"), "ragindex"))
         rows.append(_plain(scan))
         if scan.language == "zh":
-            rows += [_ragindex(scan, (model,), f"ragindex, tesseract {model}") for model in CHINESE_MODELS]
+            rows += [_model(scan, model) for model in CHINESE_MODELS]
             image = page_image(scan)
             rapid_targets.append((scan, "rapidocr", image))
             rapid_targets.append((scan, "rapidocr, enlarged", upscale(image, scan.ppi)[0]))

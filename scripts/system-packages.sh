@@ -6,7 +6,9 @@
 set -u
 missing=()
 command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr)
-for pack in eng:tesseract-ocr-eng chi_sim:tesseract-ocr-chi-sim; do
+# chi_sim_vert and HanS: only `python -m bench.run ocr-quality` compares them (docs/parsing.md)
+for pack in eng:tesseract-ocr-eng chi_sim:tesseract-ocr-chi-sim chi_sim_vert:tesseract-ocr-chi-sim-vert \
+  HanS:tesseract-ocr-script-hans; do
   lang=${pack%%:*}
   if ! tesseract --list-langs 2>/dev/null | grep -qx "$lang"; then
     missing+=("${pack#*:}")
