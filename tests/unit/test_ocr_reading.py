@@ -250,3 +250,25 @@ def test_the_resolution_of_a_scan_comes_from_the_pdf_the_file_or_its_lines() -> 
     assert declared_ppi(Image.open(io.BytesIO(_png(scan, 72))).info) is None  # the writers' default says nothing
     assert declared_ppi(Image.open(io.BytesIO(_png(scan, None))).info) is None
     assert 85 < (glyph_ppi(_two_columns(96)) or 0) < 110 and 180 < (glyph_ppi(_two_columns(200)) or 0) < 225
+
+
+def test_a_skewed_page_is_read_by_columns_too() -> None:
+    import math
+
+    turn = math.radians(2)  # a column's left edge drifts 31 px over its 900 px
+
+    def word(text: str, x: float, y: float, key: tuple[int, int, int]) -> Word:
+        cx, cy = x + 75, y + 10
+        rx, ry = cx * math.cos(turn) - cy * math.sin(turn), cx * math.sin(turn) + cy * math.cos(turn)
+        return Word(text, BBox(rx - 75, ry - 10, rx + 75, ry + 10), 0.9, key)
+
+    lines = [
+        [word(f"{side}{i}", x0 + 160 * k, 100 + 30 * i, (b, 1, i)) for k in range(4)]
+        for b, (side, x0) in enumerate((("left", 100), ("right", 800)))
+        for i in range(30)
+    ]
+    blocks = order_by_columns(lines)
+    assert blocks is not None and len(blocks) == 1  # one paragraph running on from the left column to the right
+    firsts = [line.split()[0] for line in blocks[0].text.split("\n")]
+    assert firsts == [f"left{i}" for i in range(30)] + [f"right{i}" for i in range(30)]
+    assert blocks[0].words[0] is lines[0][0]  # the words as Tesseract boxed them, not turned

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from math import atan, cos, sin
 from statistics import median
 
 from ragindex.loaders.pdf_layout import join_words
@@ -160,11 +161,60 @@ def _clusters(runs: Sequence[BBox], tol: float) -> list[list[BBox]]:
 def order_by_columns(lines: Sequence[Sequence[Word]]) -> list[Block] | None:
     """The page's paragraphs read column by column, or None for a page without columns (keep Tesseract's order).
 
-    ``lines`` are Tesseract's lines (words in its order), in its order.
+    ``lines`` are Tesseract's lines (words in its order), in its order. A skewed scan is judged on its words turned
+    straight (:func:`_straightened`); the blocks keep the words as Tesseract boxed them.
     """
+    original = {id(w): w for line in lines for w in line}
+    lines, source = _straightened(lines)
     starts = column_starts(lines)
     if not starts:
         return None
+    blocks = _order(lines, starts)
+    for block in blocks:
+        for piece in block.lines:
+            piece.words = [original[source[id(w)]] for w in piece.words]
+    return blocks
+
+
+def _straightened(lines: Sequence[Sequence[Word]]) -> tuple[list[list[Word]], dict[int, int]]:
+    """The words turned by the page's skew so that its lines run level, and each new word's id -> its original's.
+
+    The skew is the median slope of the lines of 4+ words; under 0.1 degree the words are left alone. A column's
+    left edge drifts 35 px down a 1,000 px column at 2 degrees, more than the half word height the column rule
+    allows.
+    """
+    slopes = []
+    for line in lines:
+        if len(line) < 4:
+            continue
+        xs = [(w.box.x0 + w.box.x1) / 2 for w in line]
+        ys = [(w.box.top + w.box.bottom) / 2 for w in line]
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        spread = sum((x - mx) ** 2 for x in xs)
+        if spread > 0:
+            slopes.append(sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / spread)
+    slope = median(slopes) if slopes else 0.0
+    if abs(slope) < 0.0017 or abs(slope) > 0.2:  # under 0.1 degree, or not a skew (over 11 degrees)
+        return [list(line) for line in lines], {id(w): id(w) for line in lines for w in line}
+    angle = atan(slope)
+    c, s = cos(angle), sin(angle)
+    out: list[list[Word]] = []
+    source: dict[int, int] = {}
+    for line in lines:
+        turned = []
+        for w in line:
+            x, y = (w.box.x0 + w.box.x1) / 2, (w.box.top + w.box.bottom) / 2
+            nx, ny = x * c + y * s, -x * s + y * c
+            half_w, half_h = (w.box.x1 - w.box.x0) / 2, (w.box.bottom - w.box.top) / 2
+            word = Word(w.text, BBox(nx - half_w, ny - half_h, nx + half_w, ny + half_h), w.confidence, w.line)
+            source[id(word)] = id(w)
+            turned.append(word)
+        out.append(turned)
+    return out, source
+
+
+def _order(lines: Sequence[Sequence[Word]], starts: Sequence[float]) -> list[Block]:
+    """The blocks of a page with columns starting at ``starts`` (see the module)."""
     words = [w for line in lines for w in line]
     height = median(w.box.bottom - w.box.top for w in words)
     pieces = [piece for line in lines for piece in _split(line, starts, height)]
