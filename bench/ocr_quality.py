@@ -2,7 +2,8 @@
 
 ``run()`` returns one row per scan x engine: ``scan``, ``language``, ``ppi``, ``engine``, ``cer`` (Levenshtein
 distance over the transcript's length, whitespace removed), ``pages_per_s``, ``paragraphs_whole`` (share of the
-transcript's paragraphs that come out as one block, within 5% CER; None for engines without blocks) and ``note``.
+transcript's paragraphs that come out as one block, within 5% CER; None for engines without blocks), ``seconds`` and
+``note``. An engine that cannot run gives a row with ``cer`` None and the reason in ``note``.
 
 Engines:
 
@@ -81,6 +82,21 @@ def paragraphs_whole(truth: list[str], blocks: list[str]) -> float:
     return found / len(truth)
 
 
+def _skipped(scan: Scan | None, engine: str, note: str) -> dict:
+    """A row without figures (the engine could not run), with every key of a row."""
+    return {
+        "scan": scan.name if scan else None,
+        "language": scan.language if scan else None,
+        "ppi": scan.ppi if scan else None,
+        "engine": engine,
+        "cer": None,
+        "pages_per_s": None,
+        "seconds": None,
+        "paragraphs_whole": None,
+        "note": note,
+    }
+
+
 def _row(scan: Scan, engine: str, text: str, seconds: float, blocks: list[str] | None, note: str = "") -> dict:
     return {
         "scan": scan.name,
@@ -116,7 +132,7 @@ def _model(scan: Scan, model: str) -> dict:
     try:
         return _ragindex(scan, (model,), f"ragindex, tesseract {model}")
     except ConfigurationError as exc:  # a language pack not installed: scripts/system-packages.sh installs them
-        return {"engine": f"ragindex, tesseract {model}", "note": f"skipped: {exc.message}"}
+        return _skipped(scan, f"ragindex, tesseract {model}", f"skipped: {exc.message}")
 
 
 def page_image(scan: Scan, dpi: float | None = None) -> Any:
@@ -164,7 +180,7 @@ def _rapidocr(targets: list[tuple[Scan, str, Any]]) -> list[dict]:
     """RapidOCR in its own venv on each (scan, engine name, image); rows, or one row with the reason it was skipped."""
     setup = subprocess.run(["bash", str(ROOT / "bench" / "ocr_venv.sh")], capture_output=True, text=True, check=False)
     if setup.returncode != 0:
-        return [{"engine": "rapidocr", "note": f"skipped: {setup.stderr.strip()[-300:]}"}]
+        return [_skipped(None, "rapidocr", f"skipped: {setup.stderr.strip()[-300:]}")]
     OCR_DIR.mkdir(parents=True, exist_ok=True)
     paths = []
     for number, (_, _, image) in enumerate(targets):
@@ -178,7 +194,7 @@ def _rapidocr(targets: list[tuple[Scan, str, Any]]) -> list[dict]:
         check=False,
     )
     if done.returncode != 0:
-        return [{"engine": "rapidocr", "note": f"failed: {done.stderr.strip()[-300:]}"}]
+        return [_skipped(None, "rapidocr", f"failed: {done.stderr.strip()[-300:]}")]
     answer = json.loads(done.stdout)
     return [
         _row(scan, name, page["text"], page["seconds"], None, note=f"model load {answer['load_s']:.1f} s not counted")
@@ -224,8 +240,10 @@ def table(rows: list[dict]) -> list[str]:
         "| --- | --- | ---: | --- | ---: | ---: | ---: | --- |",
     ]
     for r in rows:
-        if "scan" not in r:
-            lines.append(f"| | | | {r['engine']} | | | | {r['note']} |")
+        if r["cer"] is None:
+            lines.append(
+                f"| {r['scan'] or ''} | {r['language'] or ''} | {r['ppi'] or ''} | {r['engine']} | | | | {r['note']} |"
+            )
             continue
         whole = "–" if r["paragraphs_whole"] is None else f"{r['paragraphs_whole']:.2f}"
         speed = "–" if r["pages_per_s"] is None else f"{r['pages_per_s']:.2f}"
