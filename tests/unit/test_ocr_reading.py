@@ -272,3 +272,12 @@ def test_a_skewed_page_is_read_by_columns_too() -> None:
     firsts = [line.split()[0] for line in blocks[0].text.split("\n")]
     assert firsts == [f"left{i}" for i in range(30)] + [f"right{i}" for i in range(30)]
     assert blocks[0].words[0] is lines[0][0]  # the words as Tesseract boxed them, not turned
+
+
+def test_a_heading_at_the_foot_of_a_column_does_not_run_on_into_the_next() -> None:
+    lines = [[_word(f"left{i}", 100 + 160 * k, 30 * i, 150, (1, 1, i)) for k in range(4)] for i in range(5)]
+    lines.append([_word("Methods", 100, 180, 150, (1, 2, 0))])  # short, no sentence stop, after a gap
+    lines += [[_word(f"right{i}", 800 + 160 * k, 30 * i, 150, (2, 1, i)) for k in range(4)] for i in range(6)]
+    blocks = order_by_columns(lines)
+    assert blocks is not None
+    assert [b.text.split()[0] for b in blocks] == ["left0", "Methods", "right0"]

@@ -15,7 +15,7 @@ on the scans of ``bench/ocr_quality.py`` (docs/parsing.md):
   spanning lines sit between the bands by their height.
 * **Paragraphs**: consecutive lines of a column with a gap under half a line, the same height within 30% and no
   indented first line after a sentence stop; the last paragraph of a column continues into the first of the next
-  column of the band when it does not end with a sentence stop.
+  column of the band when its last line fills most of the column (60%) and does not end with a sentence stop.
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ line's usual word gap, form one spanning line (a heading whose space falls on th
 _PARAGRAPH_GAP = 0.5
 """Two spanning lines closer than this many line heights are one paragraph (a heading on two lines)."""
 _PARAGRAPH_PITCH = 1.3
+_FULL_LINE = 0.6
+"""A column's last line at least this share of its widest line is wrapped text that may run on into the next."""
 _DESCENDERS = frozenset("gjpqyQ,;()[]{}/|@$")
 _STOPS = (".", "!", "?", ":", "。", "！", "？", "：", '"', "”", "'", "’")
 
@@ -228,15 +230,18 @@ def _order(lines: Sequence[Sequence[Word]], starts: Sequence[float]) -> list[Blo
     blocks: list[Block] = []
     for number, band in enumerate(bands):
         previous: Block | None = None  # the last paragraph of the band's previous column
+        width = 0.0  # that column's widest line
         for column in band:
             column.sort(key=lambda p: p.box.top)
             paragraphs = _paragraphs(column)
-            if paragraphs and previous is not None and _continues(previous, paragraphs[0]):
+            if paragraphs and previous is not None and _continues(previous, paragraphs[0], width):
                 previous.lines.extend(paragraphs[0].lines)
                 paragraphs = paragraphs[1:]
             blocks.extend(paragraphs)
             if paragraphs:
                 previous = paragraphs[-1]
+            if column:
+                width = max(p.box.x1 - p.box.x0 for p in column)
         if number < len(spanning):
             line = spanning[number]
             last = blocks[-1] if blocks else None
@@ -299,10 +304,15 @@ def _paragraphs(column: Sequence[_Piece]) -> list[Block]:
     return out
 
 
-def _continues(block: Block, following: Block) -> bool:
-    """Whether ``block`` (a column's last paragraph) runs on into ``following`` (the next column's first)."""
+def _continues(block: Block, following: Block, width: float) -> bool:
+    """Whether ``block`` (a column's last paragraph) runs on into ``following`` (the next column's first).
+
+    It does when its last line has no sentence stop, fills most of the column (``width``: its widest line; a short
+    last line ends a paragraph, or is a heading) and is in type of the same size.
+    """
     last, first = block.lines[-1], following.lines[0]
-    return not last.text.rstrip().endswith(_STOPS) and _similar(last, first)
+    wide = last.box.x1 - last.box.x0 >= _FULL_LINE * width
+    return wide and not last.text.rstrip().endswith(_STOPS) and _similar(last, first)
 
 
 def _similar(a: _Piece, b: _Piece) -> bool:
