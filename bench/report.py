@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench import ocr_quality
 from bench.common import REPORT, load_results, machine, now, versions
 
 
@@ -339,6 +340,7 @@ SECTIONS = {
     "light": ("(f) Light query encoder: ONNX Runtime vs torch", _light),
     "watch": ("(g) Watch: file saved -> searchable", _watch),
     "records": ("(h) Records and metadata filters", _records),
+    "ocr-quality": ("OCR quality: reading order, low-resolution and Chinese scans (issue 26)", ocr_quality.render),
 }
 
 

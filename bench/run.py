@@ -1,5 +1,5 @@
 """The benchmark suite: ``python -m bench.run [ingest] [noop] [change] [query] [pdf] [light] [watch] [records]
-[parse-quality]``.
+[parse-quality] [ocr-quality]``.
 
 Default: all.
 
@@ -19,6 +19,7 @@ from bench.ingest import bench_change, bench_ingest, bench_noop
 from bench.latency import bench_query
 from bench.light import bench_light
 from bench.parse_quality import bench_parse_quality
+from bench.ocr_quality import bench_ocr_quality
 from bench.pdf import bench_pdf
 from bench.records import bench_records
 from bench.report import write
@@ -34,6 +35,7 @@ BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
     "watch": bench_watch,
     "records": bench_records,
     "parse-quality": bench_parse_quality,
+    "ocr-quality": bench_ocr_quality,
 }
 
 

@@ -49,7 +49,7 @@ class ImageLoader(OcrLoader):
             try:
                 image.seek(number - 1)
                 frame = image.convert("L")
-                paragraphs = engine.recognize(frame)
+                paragraphs = engine.recognize(frame, ppi=declared_ppi(image.info))
             except RagindexError as exc:
                 builder.warnings.append(f"page {number}: {exc.message}")
                 continue
@@ -64,6 +64,22 @@ class ImageLoader(OcrLoader):
             builder.warnings.append("OCR found no text in the image")
         metadata = {"page_count": frames, "ocr_pages": confidences, "image_size": list(image.size), "bbox_unit": "px"}
         return [builder.build(metadata=metadata)]
+
+
+def declared_ppi(info: dict[str, Any]) -> float | None:
+    """The resolution an image file declares (png pHYs, jpeg JFIF, tiff), or None when it declares none or 72.
+
+    72 is the default many writers put in every file (screenshots, converters), so it says nothing: the OCR then
+    estimates the resolution from the height of the text lines.
+    """
+    dpi = info.get("dpi")
+    try:
+        value = float(min(dpi)) if isinstance(dpi, tuple) and dpi else None
+    except (TypeError, ValueError):
+        return None
+    if value is None or value < 30 or round(value) == 72:
+        return None
+    return float(round(value))  # a png stores pixels per metre: 200 dpi reads back as 199.9996
 
 
 def _open(path: Path, data: bytes) -> Any:

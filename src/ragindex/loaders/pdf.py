@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragindex.errors import DocumentLoadError, RagindexError
 from ragindex.loaders.layout import LayoutBuilder
+from ragindex.loaders.ocr import UPSCALE_BELOW_PPI
 from ragindex.loaders.pdf_layout import (
     HeadingLevels,
     Line,
@@ -198,6 +199,7 @@ class _PageOcr:
         self.confidences: dict[str, float] = {}
         self.skipped = 0
         self.results: dict[int, list[OcrParagraph] | str] = {}  # page -> paragraphs, or the error's message
+        self.dpis: dict[int, float] = {}  # page -> the resolution it was rendered at
 
     def run(self, numbers: Sequence[int]) -> None:
         """OCR the pages ``numbers`` (results in :attr:`results`)."""
@@ -205,7 +207,6 @@ class _PageOcr:
         if engine is None:
             self.skipped += len(numbers)
             return
-        dpi = self.loader.ocr_dpi
         workers = max(1, min(self.loader.ocr_workers, len(numbers)))
         with ThreadPoolExecutor(max_workers=workers) as pool:
             pending: dict[int, Future[list[OcrParagraph]]] = {}
@@ -214,10 +215,15 @@ class _PageOcr:
                     self._collect(pending, wait_for_one=True)
                 page = self.pdf[number - 1]
                 try:
+                    # a low-resolution scan is rendered at its own resolution, and the OCR enlarges it (Lanczos)
+                    ppi = scan_ppi(page)
+                    low = ppi is not None and ppi < min(self.loader.ocr_dpi, UPSCALE_BELOW_PPI) - 5
+                    dpi = ppi if low and ppi is not None else self.loader.ocr_dpi
                     image = page.render(scale=dpi / 72, grayscale=True).to_pil()
                 finally:
                     page.close()
-                pending[number] = pool.submit(engine.recognize, image)
+                self.dpis[number] = dpi
+                pending[number] = pool.submit(engine.recognize, image, dpi)
             self._collect(pending, wait_for_one=False)
 
     def _collect(self, pending: dict[int, Future[list[OcrParagraph]]], *, wait_for_one: bool) -> None:
@@ -238,8 +244,27 @@ class _PageOcr:
             return
         if not result:
             return
-        add_ocr_paragraphs(builder, result, 72 / self.loader.ocr_dpi)
+        add_ocr_paragraphs(builder, result, 72 / self.dpis.get(number, self.loader.ocr_dpi))
         self.confidences[str(number)] = round(sum(p.confidence for p in result) / len(result), 3)
+
+
+def scan_ppi(page: Any) -> float | None:
+    """The resolution of the scan a pdf page shows, or None when it shows none.
+
+    The pixels per inch of its images at least half the page wide (a whole-page scan or a strip of one; not a
+    logo), the lowest of them.
+    """
+    import pypdfium2.raw as pdfium_c
+
+    width, height = page.get_size()
+    found: list[float] = []
+    for image in page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_IMAGE], max_depth=2):
+        left, bottom, right, top = image.get_bounds()
+        px_w, px_h = image.get_px_size()
+        if right - left < 0.5 * width or top - bottom < 0.01 * height:
+            continue
+        found.append(min(px_w / ((right - left) / 72), px_h / ((top - bottom) / 72)))
+    return min(found) if found else None
 
 
 def add_ocr_paragraphs(builder: LayoutBuilder, paragraphs: Sequence[OcrParagraph], scale: float) -> None:
