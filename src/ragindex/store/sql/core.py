@@ -97,6 +97,14 @@ class SqlCore:
             raise StoreError(f"{self.name} operation failed: {exc}", backend=self.dialect) from exc
 
     @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """Driver and pool errors of the block as :class:`StoreError` (reads outside :meth:`_tx`)."""
+        try:
+            yield
+        except SQLAlchemyError as exc:
+            raise StoreError(f"{self.name} operation failed: {exc}", backend=self.dialect) from exc
+
+    @contextmanager
     def _claim_tx(self) -> Iterator[Connection]:
         """A transaction for select-then-claim: the rows it selects stay claimable until it commits.
 
