@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+import orjson
+from fastapi import APIRouter, Response
 
 from ragindex.errors import InputError, ValidationError
 from ragindex.filters import FilterError
@@ -42,7 +43,7 @@ _BAD_FILTER = {
         400, 401, 409, 413, 422, 502, 503, more={422: {"rerank_unavailable": _NO_RERANKER, "bad_filter": _BAD_FILTER}}
     ),
 )
-async def search(body: SearchRequest, state: StateDep, caller: CallerDep) -> dict[str, Any]:
+async def search(body: SearchRequest, state: StateDep, caller: CallerDep) -> Response:
     """Search one set of the key's tenant; every hit is backfilled from the truth store.
 
     ``rerank: true`` on a deployment whose reranker model is not available answers 422 naming
@@ -58,7 +59,17 @@ async def search(body: SearchRequest, state: StateDep, caller: CallerDep) -> dic
     except FilterError as exc:
         raise filter_error(exc) from exc
     state.metrics.search_done(result.degraded)
-    return await public_hits(state, result.to_dict(), user_id=caller.user_id, set_id=body.set_id)
+    return json_answer(await public_hits(state, result.to_dict(), user_id=caller.user_id, set_id=body.set_id))
+
+
+def json_answer(answer: dict[str, Any]) -> Response:
+    """``answer`` serialised once, by orjson: the response model documents it (OpenAPI) but does not re-validate it.
+
+    Validating and re-encoding a search answer through the response model cost ~2 ms of GIL-held Python a search
+    (docs/service.md, "The read path"); tests/service/test_search_answer.py checks that this answer is the one the
+    model gives.
+    """
+    return Response(orjson.dumps(answer, option=orjson.OPT_NON_STR_KEYS), media_type="application/json")
 
 
 def filter_error(exc: InputError, field: str = "filter") -> ValidationError:
