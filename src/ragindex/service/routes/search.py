@@ -16,6 +16,7 @@ from ragindex.filters import FilterError
 from ragindex.service.deps import CallerDep, ServiceState, StateDep
 from ragindex.service.openapi import error_responses
 from ragindex.service.schemas import SearchOut, SearchRequest
+from ragindex.service.search_pool import SearchPool
 
 router = APIRouter(prefix="/v1", tags=["search"])
 
@@ -54,8 +55,19 @@ async def search(body: SearchRequest, state: StateDep, caller: CallerDep) -> Res
         if not state.rerank_supported:
             raise ValidationError("rerank", "rerank not available")
         options["rerank"] = body.rerank
-    try:
-        result = await _search(state, body, caller.user_id, options)
+    call = _call(body, caller.user_id, options)
+    pool = state.extra.get("search_pool")
+    if isinstance(pool, SearchPool):  # RAGINDEX_SEARCH_PROCESSES: the search runs in a search process
+        outcome = await pool.search(call)
+        if outcome is not None:
+            answer, degraded, observed = outcome
+            if state.engine.score_watch is not None:
+                for source, fingerprint, scores in observed:
+                    state.engine.score_watch.observe(source, fingerprint, scores)
+            state.metrics.search_done(degraded)
+            return Response(answer, media_type="application/json")
+    try:  # here, or again after it failed in a search process: this raises its error
+        result = await state.aengine.search(**call)
     except FilterError as exc:
         raise filter_error(exc) from exc
     state.metrics.search_done(result.degraded)
@@ -80,24 +92,25 @@ def filter_error(exc: InputError, field: str = "filter") -> ValidationError:
     return error
 
 
-async def _search(state: ServiceState, body: SearchRequest, user_id: int, options: dict[str, Any]) -> Any:
-    return await state.aengine.search(
-        body.query,
-        user_id=user_id,
-        set_id=body.set_id,
-        doc_ids=body.doc_ids,
-        mode=body.mode or "hybrid",
-        top_k=body.top_k,
-        score_threshold=body.score_threshold,
-        fusion=body.fusion,
-        expand=body.expand,
-        context_chars=body.context_chars,
-        group_by=body.group_by,
-        sources=body.sources,
-        on_source_error=body.on_source_error,
-        filter=body.filter,
+def _call(body: SearchRequest, user_id: int, options: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of :meth:`Engine.search` for ``body``."""
+    return {
+        "query": body.query,
+        "user_id": user_id,
+        "set_id": body.set_id,
+        "doc_ids": body.doc_ids,
+        "mode": body.mode or "hybrid",
+        "top_k": body.top_k,
+        "score_threshold": body.score_threshold,
+        "fusion": body.fusion,
+        "expand": body.expand,
+        "context_chars": body.context_chars,
+        "group_by": body.group_by,
+        "sources": body.sources,
+        "on_source_error": body.on_source_error,
+        "filter": body.filter,
         **options,
-    )
+    }
 
 
 async def public_hits(state: ServiceState, answer: dict[str, Any], *, user_id: int, set_id: int) -> dict[str, Any]:
