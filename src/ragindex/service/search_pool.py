@@ -232,16 +232,28 @@ class SearchPool:
             initargs=(settings, self.server.address, self.server.authkey, paths),
         )
         self._processes = processes
+        self._ready = False
+        self._failed: str | None = None
         self._queue: asyncio.Queue[_Waiting] | None = None
         self._feeders: list[asyncio.Task[None]] = []
         self.batches = 0
         self.searches = 0
 
     def warm_up(self) -> None:
-        """Start every process and load its model (blocking; the service calls it at start-up)."""
-        futures = [self._pool.submit(_warm) for _ in range(self._processes * 2)]
-        for future in futures:
-            future.result()
+        """Start every process and load its model (blocking; the service calls it at start-up on a thread)."""
+        try:
+            futures = [self._pool.submit(_warm) for _ in range(self._processes * 2)]
+            for future in futures:
+                future.result()
+        except Exception as exc:  # searches fall back to the service process; readiness reports it
+            log.exception("the search processes did not start")
+            self._failed = f"failed to start: {exc}"
+            return
+        self._ready = True
+
+    def status(self) -> str:
+        """``ok`` once every search process has loaded its model, else why not (``/readyz``)."""
+        return "ok" if self._ready else self._failed or "starting"
 
     async def search(self, call: dict[str, Any]) -> Outcome:
         """The outcome of one search (:meth:`Engine.search` keyword arguments) run in a search process."""

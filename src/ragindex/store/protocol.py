@@ -374,6 +374,10 @@ class CollectionStore(Protocol):
         """Every collection's metadata."""
         ...
 
+    def active_collections(self) -> list[str]:
+        """The names of the ACTIVE collections (one read of one column: every search asks)."""
+        ...
+
     def put_index_meta(self, meta: IndexMeta) -> None:
         """Insert or replace a collection's metadata."""
         ...

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from functools import cached_property
 from typing import Any
 
 from sqlalchemy import and_, func, or_, select
@@ -14,7 +13,7 @@ from ragindex.store import schema
 from ragindex.store.records import ChunkRow, ChunkText, ChunkView, JsonObject, SectionText
 from ragindex.store.sql.core import CH, DOC, KINDS, SQL_IN_BATCH, SqlCore, batches, given, status_col
 from ragindex.store.sql.rows import chunk_row
-from ragindex.store.sql.search_sql import CHUNK_FIELDS, SearchSql
+from ragindex.store.sql.search_sql import CHUNK_FIELDS
 from ragindex.store.states import IndexStatus, Lifecycle
 from ragindex.types import Unit
 
@@ -32,10 +31,6 @@ class SqlChunkReads(SqlCore):
                 for r in conn.execute(select(schema.chunks).where(CH.chunk_id.in_(part))):
                     found[r.chunk_id] = chunk_row(r._mapping)
         return [found[c] for c in chunk_ids if c in found]
-
-    @cached_property
-    def _search_sql(self) -> SearchSql:
-        return SearchSql(self.engine)
 
     def backfill(self, chunk_ids: Sequence[str], *, sections: Sequence[str] = ()) -> dict[str, ChunkView]:
         """ACTIVE chunks (joined with their document) by id; REMOVED or unknown ids are absent (no ghosts).

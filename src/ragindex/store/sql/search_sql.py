@@ -52,11 +52,20 @@ class SearchSql:
             f"WHERE {c['chunk_id']} IN ({{}}) AND {c['lifecycle_status']} = {self.mark} "
             f"AND {c['section_id']} IS NOT NULL"
         )
+        meta = quote(schema.index_meta.name)
+        self._active = (
+            f"SELECT {quote('collection')} FROM {meta} WHERE {quote('state')} = {self.mark} "
+            f"ORDER BY {quote('collection')}"
+        )
         self._members = (
             f"SELECT {c['section_id']}, {c['chunk_id']}, {c['content']}, {c['start_line']}, {c['end_line']} "
             f"FROM {chunks} c WHERE {c['section_id']} IN ({{}}) AND {c['lifecycle_status']} = {self.mark} "
             f"ORDER BY {c['doc_id']}, {c['chunk_index']}"
         )
+
+    def active_collections(self, active: str) -> list[Any]:
+        """``(collection,)`` of the collections in state ``active``."""
+        return self._read(self._active, (active,))
 
     def backfill(self, chunk_ids: Sequence[str], sections: Sequence[str], live: str) -> list[Any]:
         """Rows of ``chunk_ids`` and of the chunks of ``sections`` with lifecycle ``live``, their documents too."""
