@@ -21,7 +21,7 @@ from ragindex.editing import ChunkEditing
 from ragindex.maintenance import Maintenance
 from ragindex.pipeline.catalog import CollectionCatalog
 from ragindex.pipeline.stopping import StopSignal
-from ragindex.types import VectorKind
+from ragindex.types import GroupBy, VectorKind
 
 if TYPE_CHECKING:
     from ragindex.chunking.protocol import Chunker
@@ -508,8 +508,10 @@ class Engine(ChunkEditing, Maintenance, Closing):
             enabled_sources=enabled_by_setting(self.settings.recall_enabled_sources),
             observe=self.score_watch.observe if self.score_watch is not None else None,
         )
-        result, reads = retriever.run(replace(request, top_k=shape.fetch(request.top_k)))
-        return HitShaper(self.store).apply(result, shape, request.top_k, reads)
+        # grouping happens as the hits are built (only the kept ones are); expansion reuses the rows read
+        fetch = replace(request, top_k=shape.fetch(request.top_k))
+        result, reads = retriever.run(fetch, group_by=shape.group_by, keep=request.top_k)
+        return HitShaper(self.store).apply(result, replace(shape, group_by=GroupBy.NONE), request.top_k, reads)
 
     def _field_types(self, user_id: int, set_id: int, *, fresh: bool = False) -> dict[str, FieldType]:
         """The set's metadata field types, cached: a field's type never changes once recorded (fields only add)."""

@@ -43,14 +43,22 @@ class CollectionCatalog:
     dense: Callable[[], DenseEncoder]
     sparse: Mapping[str, SparseEncoder]
     _unadopted: set[str] = field(default_factory=set, init=False, repr=False)
+    _checked: str | None = field(default=None, init=False, repr=False)
+    """The ACTIVE collection that :meth:`read` checked last."""
     """Collections reported as not having adopted the sparse provider."""
 
     def read(self) -> str | None:
         """The collection searches read (the ACTIVE one), checked against the configured models; None if empty.
 
         Read-only: a collection that has not adopted the configured sparse provider yet is only reported (once).
+        Every search asks: while the ACTIVE collection is the one checked last, one narrow read answers (what a
+        collection was built with never changes but for adopting the configured sparse provider, which passes).
         """
-        return self._active(adopt=False)
+        active = self.store.active_collections()
+        if len(active) == 1 and active[0] == self._checked:
+            return self._checked
+        self._checked = self._active(adopt=False)
+        return self._checked
 
     def read_for_write(self) -> str | None:
         """The ACTIVE collection for a write (repair, chunk edits): checked, adopting a new sparse provider."""

@@ -358,19 +358,26 @@ class HitShaper:
 
 
 def _group_key(hit: Hit, row: ChunkRow | None, group_by: GroupBy) -> Hashable:
-    """The unit a hit belongs to: its document, or its section.
+    """The unit a hit belongs to (see :func:`group_key`); a hit whose row is gone is a group alone."""
+    if row is None:
+        return ("document", hit.doc_id) if group_by == GroupBy.DOCUMENT else ("chunk", hit.chunk_id)
+    return group_key(row, group_by)
+
+
+def group_key(row: ChunkRow, group_by: GroupBy) -> Hashable:
+    """The unit a chunk belongs to: its document, or its section.
 
     A chunk without a section row (``RAGINDEX_SECTION_MAX_CHARS=0``, or indexed before sections) groups with the
     chunks of its document under the same heading; without a heading either it is a group alone, so that a long
     document without headings does not collapse into one hit.
     """
     if group_by == GroupBy.DOCUMENT:
-        return ("document", hit.doc_id)
-    if row is not None and row.section_id is not None:
+        return ("document", row.doc_id)
+    if row.section_id is not None:
         return ("section", row.section_id)
-    if row is not None and row.section is not None:
-        return ("heading", hit.doc_id, row.section)
-    return ("chunk", hit.chunk_id)
+    if row.section is not None:
+        return ("heading", row.doc_id, row.section)
+    return ("chunk", row.chunk_id)
 
 
 def _ms(since: float) -> float:

@@ -12,8 +12,8 @@ Which sources run, and what a failing source does (fail, or degrade to the other
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import KW_ONLY, dataclass, replace
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from ragindex.encoders.protocol import DenseEncoder, SparseEncoder
@@ -29,7 +29,7 @@ from ragindex.index.protocol import TenantFilter, VectorIndex, VectorQuery
 from ragindex.index.routing import bucket_of
 from ragindex.language import dominant_script
 from ragindex.pipeline.payloads import row_metadata
-from ragindex.retrieval.context import StoreReads
+from ragindex.retrieval.context import StoreReads, group_key
 from ragindex.retrieval.fusion import Candidate, Fused, fuse
 from ragindex.retrieval.request import SearchRequest as SearchRequest
 from ragindex.retrieval.request import search_mode as search_mode
@@ -39,7 +39,18 @@ from ragindex.retrieval.sources import SourceFailures, resolve
 from ragindex.retrieval.terms import best_match, query_terms
 from ragindex.store.protocol import ChunkStore
 from ragindex.store.records import ChunkText, ChunkView
-from ragindex.types import CHUNK_FIELDS, BBox, Hit, SearchMode, SearchResult, SourceScore, Unit, VectorKind
+from ragindex.types import (
+    CHUNK_FIELDS,
+    BBox,
+    GroupBy,
+    Hit,
+    MergedHit,
+    SearchMode,
+    SearchResult,
+    SourceScore,
+    Unit,
+    VectorKind,
+)
 
 _BACKFILL_MARGIN = 10
 """Candidates read beyond those needed, so that a few ghosts do not cost a second read."""
@@ -100,8 +111,14 @@ class Retriever:
         """Run one validated request."""
         return self.run(request)[0]
 
-    def run(self, request: SearchRequest) -> tuple[SearchResult, StoreReads]:
-        """Run one validated request; also return the rows it read (grouping and expansion reuse them)."""
+    def run(
+        self, request: SearchRequest, *, group_by: GroupBy = GroupBy.NONE, keep: int | None = None
+    ) -> tuple[SearchResult, StoreReads]:
+        """Run one validated request; also return the rows it read (expansion reuses them).
+
+        With ``group_by``, the first ``request.top_k`` hits are grouped as :func:`~.context.group_hits` does and
+        the first ``keep`` groups returned (each with its folded hits in ``merged``): only the kept hits are built.
+        """
         started = time.perf_counter()
         latency: dict[str, float] = {}
         sources = self.sources_for(request.mode, request.sources)
@@ -133,11 +150,12 @@ class Retriever:
             per_source = max(per_source, self.rerank_candidates + (0 if hybrid else 10))
         # a filtered search's scores are those of a subset of the set: they would move the set's score windows
         first, reads = request.where is None, StoreReads()
+        terms = query_terms(request.query)
         while True:
-            fused, full = self._fused(request, queries, collection, per_source, failures, latency, reads, watch=first)
+            fused, full, pending = self._fused(request, queries, collection, per_source, failures, latency, watch=first)
             first = False
             t0 = time.perf_counter()
-            views, enough = self._backfill(fused, request)
+            fused, views, enough = self._backfill(fused, request, pending, terms, reads)
             latency["backfill"] = latency.get("backfill", 0.0) + _ms(t0)
             # ghosts (removed chunks whose points are not purged yet) took the places of live chunks, and the
             # index has more: ask it again for more (only where a crash or a bulk delete left many ghosts)
@@ -148,9 +166,10 @@ class Retriever:
             fused = self._rerank(request.query, fused, views, latency)
             if request.where is None:
                 self._watch("rerank", [item.score for item in fused])
-        hits = _build_hits(fused, views, request)
-        if skipped:
-            hits = [replace(hit, skipped=skipped) for hit in hits]
+        t0 = time.perf_counter()
+        hits = _build_hits(fused, views, request, group_by, request.top_k if keep is None else keep, skipped)
+        if group_by != GroupBy.NONE:
+            latency["group"] = _ms(t0)
         latency["total"] = _ms(started)
         result = SearchResult(
             hits=tuple(hits),
@@ -170,14 +189,14 @@ class Retriever:
         per_source: int,
         failures: SourceFailures,
         latency: dict[str, float],
-        reads: StoreReads,
         *,
         watch: bool,
-    ) -> tuple[list[Fused], bool]:
-        """Each source's ``per_source`` best candidates, as chunks, fused; and whether any source filled its list.
+    ) -> tuple[list[Fused], bool, set[str]]:
+        """Each source's ``per_source`` best candidates, as chunks, fused.
 
-        With ``watch`` the score lists go to the score-drift watch (the first round of a search only). The
-        sections' chunks read to fuse are kept in ``reads``.
+        Also returns whether any source filled its list, and the lexical ids that still stand for a section's
+        best-matching chunk (see :meth:`_chunk_lists`). With ``watch`` the score lists go to the score-drift watch
+        (the first round of a search only).
         """
         hybrid = request.mode == SearchMode.HYBRID
         bucket = bucket_of(request.user_id, self.bucket_count)
@@ -210,31 +229,51 @@ class Retriever:
         if not hybrid and not request.rerank:  # one lexical list: only its first sections can become hits
             keep = per_source - request.top_k  # top_k + 10 on the first round: the margin covers a few ghosts
             lists = {s: items if s == VectorKind.DENSE else items[:keep] for s, items in lists.items()}
-        ranked = self._chunk_lists(request.query, lists, reads.sections)
+        ranked, pending = self._chunk_lists(lists)
         weights = {s: w for s, w in (self.rrf_weights or {}).items() if s in ranked} or None
         fused = fuse(request.fusion, ranked, k=self.rrf_k, weights=weights) if hybrid else _single(ranked)
         latency["fuse"] = latency.get("fuse", 0.0) + _ms(t0)
         if watch and hybrid:
             self._watch("fused", [item.score for item in fused], fusion=request.fusion, sources=tuple(lists))
-        return fused, full
+        return fused, full, pending
 
-    def _backfill(self, fused: Sequence[Fused], request: SearchRequest) -> tuple[dict[str, ChunkView], bool]:
+    def _backfill(
+        self,
+        fused: Sequence[Fused],
+        request: SearchRequest,
+        pending: set[str],
+        terms: frozenset[str],
+        reads: StoreReads,
+    ) -> tuple[list[Fused], dict[str, ChunkView], bool]:
         """The live rows of the fused candidates, read page by page until enough of them are live.
 
         Hits need ``top_k`` live chunks (rerank: ``rerank_candidates``); candidates past that are never read,
         unless ghosts, bare sections or the score threshold thin the first page out (then the next page is).
-        Returns the rows and whether there were enough.
+        A ``pending`` section on a page is read with its chunks, in the same query, and replaced by the chunk
+        sharing most ``terms`` with the query (its chunks go to ``reads``); one without live chunks stands for
+        itself (an index built without sections, or a bare section that is not a hit). Returns the candidates
+        with their sections resolved, the rows, and whether there were enough.
         """
         want, threshold = (self.rerank_candidates, None) if request.rerank else (request.top_k, request.score_threshold)
         page = want + _BACKFILL_MARGIN
+        fused = list(fused)
         views: dict[str, ChunkView] = {}
         start = 0
         while start < len(fused):
-            views |= self.store.backfill([item.id for item in fused[start : start + page]])
+            window = fused[start : start + page]
+            sections = [item.id for item in window if item.id in pending]
+            views |= self.store.backfill([item.id for item in window], sections=sections)
+            if sections:
+                members = _members(views, sections)
+                reads.sections.update(members)
+                for at in range(start, start + len(window)):
+                    item = fused[at]
+                    if item.id in members:
+                        fused[at] = Fused(best_match(terms, members[item.id]), item.score, item.sources)
             start += page
             if sum(1 for item in fused[:start] if _usable(item, views, threshold, request)) >= want:
-                return views, True
-        return views, False
+                return fused, views, True
+        return fused, views, False
 
     def _watch(self, source: str, scores: Sequence[float], *, fusion: str = "", sources: tuple[str, ...] = ()) -> None:
         """Hand one ranked score list to the score-drift watch, with the fingerprint of what scored it."""
@@ -281,37 +320,37 @@ class Retriever:
             ),
         )
 
-    def _chunk_lists(
-        self, query: str, lists: Mapping[str, list[tuple[str, float]]], read: dict[str, list[ChunkText]]
-    ) -> dict[str, list[Candidate]]:
+    def _chunk_lists(self, lists: Mapping[str, list[tuple[str, float]]]) -> tuple[dict[str, list[Candidate]], set[str]]:
         """Lexical sources rank sections; fusion ranks chunks: each section stands for its chunks, at its rank.
 
         A section's chunks that dense also found take the section's score and rank (so a chunk combines its own
-        dense evidence with its section's lexical evidence); a section none of whose chunks dense found is
-        represented by the chunk that shares most terms with the query. Ids that are not sections (an index
-        built without sections) stand for themselves. The sections' chunks read go to ``read``.
+        dense evidence with its section's lexical evidence). The map from those chunks to their sections is one
+        narrow read of the dense candidates' section ids (:meth:`~ragindex.store.protocol.ChunkStore.chunk_sections`).
+        A section none of whose chunks dense found keeps its own id here: it is returned as pending, and backfill
+        replaces it by the chunk that shares most terms with the query, reading the chunks of only those sections
+        that reach a backfilled page. Its fused score does not depend on which chunk that is (the chunk has no
+        other evidence), so the ranking is the one reading every section's chunks first would give.
         """
         out: dict[str, list[Candidate]] = {source: list(items) for source, items in lists.items()}
         lexical = [source for source in lists if source != VectorKind.DENSE]
         if not lexical:
-            return out
-        members = self.store.section_chunks([uid for source in lexical for uid, _ in lists[source]])
-        read.update(members)
-        if not members:
-            return out
-        dense = {cid for cid, _ in lists.get(VectorKind.DENSE, ())}
-        terms = query_terms(query)
+            return out, set()
+        dense = [cid for cid, _ in lists.get(VectorKind.DENSE, ())]
+        found: dict[str, list[tuple[int, str]]] = {}
+        for chunk_id, (section_id, index) in (self.store.chunk_sections(dense) if dense else {}).items():
+            found.setdefault(section_id, []).append((index, chunk_id))
+        pending: set[str] = set()
         for source in lexical:
             expanded: list[Candidate] = []
             for rank, (uid, score) in enumerate(lists[source], 1):
-                chunks = members.get(uid)
+                chunks = found.get(uid)
                 if chunks is None:
+                    pending.add(uid)
                     expanded.append((uid, score, rank))
-                    continue
-                found = [c.chunk_id for c in chunks if c.chunk_id in dense]
-                expanded += [(cid, score, rank) for cid in found or [best_match(terms, chunks)]]
+                else:
+                    expanded += [(cid, score, rank) for _, cid in sorted(chunks)]
             out[source] = expanded
-        return out
+        return out, pending
 
     def _rerank(
         self, query: str, fused: Sequence[Fused], views: Mapping[str, ChunkView], latency: dict[str, float]
@@ -404,43 +443,85 @@ def _usable(item: Fused, views: Mapping[str, ChunkView], threshold: float | None
     return request.where is None or matches(request.where, row_metadata(view.doc_metadata, view.chunk), request.fields)
 
 
-def _build_hits(fused: Sequence[Fused], views: Mapping[str, ChunkView], request: SearchRequest) -> list[Hit]:
-    hits: list[Hit] = []
+def _members(views: Mapping[str, ChunkView], sections: Sequence[str]) -> dict[str, list[ChunkText]]:
+    """The live chunks of ``sections`` among ``views``, in document order (sections without any are absent)."""
+    wanted = set(sections)
+    rows = sorted(
+        (view.chunk for view in views.values() if view.chunk.section_id in wanted and view.chunk.unit == Unit.CHUNK),
+        key=lambda row: row.chunk_index,
+    )
+    out: dict[str, list[ChunkText]] = {}
+    for row in rows:
+        piece = ChunkText(row.chunk_id, row.content, row.start_line, row.end_line)
+        out.setdefault(str(row.section_id), []).append(piece)
+    return out
+
+
+def _build_hits(
+    fused: Sequence[Fused],
+    views: Mapping[str, ChunkView],
+    request: SearchRequest,
+    group_by: GroupBy,
+    keep: int,
+    skipped: Mapping[str, str],
+) -> list[Hit]:
+    """The first ``request.top_k`` usable candidates as hits, grouped by ``group_by`` into ``keep`` at most.
+
+    Grouping folds a later hit of a kept group into its keeper's ``merged`` with the rank it had before
+    grouping (:func:`~.context.group_hits`); a hit is built only for the kept ones.
+    """
+    kept: list[tuple[Fused, ChunkView, list[MergedHit]]] = []
+    groups: dict[Hashable, int] = {}
+    rank = 0
     for item in fused:
         if not _usable(item, views, request.score_threshold, request):
             continue
+        rank += 1
         view = views[item.id]
-        chunk = view.chunk
-        hits.append(
-            Hit(
-                rank=len(hits) + 1,
-                chunk_id=chunk.chunk_id,
-                doc_id=chunk.doc_id,
-                set_id=chunk.set_id,
-                score=item.score,
-                source=view.source_uri,
-                filename=view.filename,
-                text=chunk.content,
-                page=chunk.page,
-                section=chunk.section,
-                start_line=chunk.start_line,
-                end_line=chunk.end_line,
-                scores=item.sources,
-                metadata=_hit_metadata(view),
-                chunk_type=chunk.chunk_type,
-                bbox=BBox.from_list(chunk.metadata.get("bbox")),
-            )
-        )
-        if len(hits) == request.top_k:
+        if group_by == GroupBy.NONE:
+            kept.append((item, view, []))
+        else:
+            key = group_key(view.chunk, group_by)
+            at = groups.get(key)
+            if at is not None:
+                kept[at][2].append(MergedHit(chunk_id=item.id, rank=rank, score=item.score, scores=item.sources))
+            elif len(kept) < keep:
+                groups[key] = len(kept)
+                kept.append((item, view, []))
+        if rank == request.top_k:
             break
-    return hits
+    return [_hit(rank, item, view, merged, skipped) for rank, (item, view, merged) in enumerate(kept[:keep], 1)]
 
 
-def _hit_metadata(view: ChunkView) -> Mapping[str, Any]:
+def _hit(rank: int, item: Fused, view: ChunkView, merged: Sequence[MergedHit], skipped: Mapping[str, str]) -> Hit:
+    chunk = view.chunk
+    return Hit(
+        rank=rank,
+        chunk_id=chunk.chunk_id,
+        doc_id=chunk.doc_id,
+        set_id=chunk.set_id,
+        score=item.score,
+        source=view.source_uri,
+        filename=view.filename,
+        text=chunk.content,
+        page=chunk.page,
+        section=chunk.section,
+        start_line=chunk.start_line,
+        end_line=chunk.end_line,
+        scores=item.sources,
+        metadata=_hit_metadata(view),
+        skipped=skipped,
+        merged=tuple(merged),
+        chunk_type=chunk.chunk_type,
+        bbox=BBox.from_list(chunk.metadata.get("bbox")),
+    )
+
+
+def _hit_metadata(view: ChunkView) -> dict[str, Any]:
     """The document's metadata, the chunk's own facts but its box (``ocr``, ``pages``), its own fields over both."""
     own = {k: v for k, v in view.chunk.metadata.items() if k not in ("bbox", CHUNK_FIELDS)}
     fields = view.chunk.metadata.get(CHUNK_FIELDS) or {}
-    return {**view.doc_metadata, **own, **fields} if own or fields else view.doc_metadata
+    return {**view.doc_metadata, **own, **fields}
 
 
 def _ms(since: float) -> float:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -34,6 +35,7 @@ from ragindex.service.queue import EventPublisher, IngestQueue
 from ragindex.service.readiness import DenseWarmUp
 from ragindex.service.reconcile import start_reconciler
 from ragindex.service.routes import admin, chunks, dify, documents, health, jobs, records, search
+from ragindex.service.search_pool import SearchPool
 from ragindex.service.settings import ServiceSettings
 from ragindex.service.sources import SourcePaths
 from ragindex.service.store import JobRow, SqlServiceStore
@@ -130,6 +132,16 @@ def _start(settings: Settings, service: ServiceSettings, given: ServiceEngine | 
             rerank_supported="rerank" in inspect.signature(Engine.search).parameters,
             sources=SourcePaths(blob_root, service.source_roots, data_dir=settings.data_dir),
         )
+        if service.search_processes:
+            pool = SearchPool(
+                engine.settings,
+                engine.index,
+                processes=service.search_processes,
+                batch_max=service.search_batch_max,
+                paths=(blob_root, list(service.source_roots), settings.data_dir),
+            )
+            state.extra["search_pool"] = pool
+            threading.Thread(target=pool.warm_up, name="ragindex-search-warm-up", daemon=True).start()
         state.extra["events"] = events
         state.extra["warm_up"] = warm_up
         state.extra["owns_engine"] = given is None
@@ -156,6 +168,9 @@ def _stop(state: ServiceState) -> None:
         log.warning("the reconciler's pass is still running at shutdown")
     if not state.jobs.stop(state.service.job_shutdown_seconds):
         log.warning("a job is still running at shutdown; it is re-queued when the service starts again")
+    pool = state.extra.get("search_pool")
+    if isinstance(pool, SearchPool):
+        pool.close()
     if state.extra.get("owns_engine", True):
         state.engine.close()
     state.store.close()

@@ -54,6 +54,16 @@ class ServiceSettings(BaseSettings):
     )
     query_torch_threads: int = Field(1, ge=1, description="torch threads of the query encoder thread.")
     query_batch_max: int = Field(64, ge=1, description="Most concurrent queries encoded in one forward pass.")
+    search_processes: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description="Search processes: each runs searches' Python (encode, truth-store reads, hits, JSON) on its own "
+        "core while the service keeps the index; 0: searches run in the service process.",
+    )
+    search_batch_max: int = Field(
+        16, ge=1, le=256, description="Most waiting searches a search process takes at once (one encode pass)."
+    )
     warm_up: bool = Field(True, description="Load the dense model at start-up (the first search is not slow).")
     job_shutdown_seconds: float = Field(
         60.0, ge=0, description="On shutdown, wait this long for a running job (an unfinished job is re-queued)."

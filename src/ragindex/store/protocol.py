@@ -203,8 +203,15 @@ class ChunkStore(Protocol):
         """Chunks by id, in any lifecycle, in the order of ``chunk_ids`` (missing ids skipped)."""
         ...
 
-    def backfill(self, chunk_ids: Sequence[str]) -> dict[str, ChunkView]:
-        """ACTIVE chunks joined with their document; REMOVED or unknown ids are absent (no ghost hits)."""
+    def backfill(self, chunk_ids: Sequence[str], *, sections: Sequence[str] = ()) -> dict[str, ChunkView]:
+        """ACTIVE chunks joined with their document; REMOVED or unknown ids are absent (no ghost hits).
+
+        With ``sections``, also every ACTIVE chunk of those sections. JSON columns may decode on first use.
+        """
+        ...
+
+    def chunk_sections(self, chunk_ids: Sequence[str]) -> dict[str, tuple[str, int]]:
+        """chunk_id -> (section_id, chunk_index) of the ACTIVE chunks among ``chunk_ids`` that have a section."""
         ...
 
     def get_tenant_chunk(self, chunk_id: str, *, user_id: int) -> ChunkRow:
@@ -365,6 +372,10 @@ class CollectionStore(Protocol):
 
     def list_index_meta(self) -> list[IndexMeta]:
         """Every collection's metadata."""
+        ...
+
+    def active_collections(self) -> list[str]:
+        """The names of the ACTIVE collections (one read of one column: every search asks)."""
         ...
 
     def put_index_meta(self, meta: IndexMeta) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+import json
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 from ragindex.hashing import sha256_text
@@ -184,6 +186,52 @@ class RowText:
     def content_hash(self) -> str:
         """The hash the row has once written: of its indexed text (context line, then content)."""
         return sha256_text(indexed_text(self.content, self.context))
+
+
+class JsonObject(Mapping[str, Any]):
+    """A JSON object column as read, decoded on first use (``{}`` for NULL, an empty or a non-object value).
+
+    Backfill reads the metadata of every candidate, but a search shows the metadata of the hits it returns only:
+    decoding it lazily saves a ``json.loads`` per candidate. A driver that decodes JSON itself hands a dict.
+    """
+
+    __slots__ = ("_raw", "_value")
+
+    def __init__(self, raw: str | bytes | Mapping[str, Any] | None) -> None:
+        self._raw = raw
+        self._value: Mapping[str, Any] | None = None
+
+    @classmethod
+    def of(cls, raw: str | bytes | Mapping[str, Any] | None) -> Mapping[str, Any]:
+        """``raw`` as a mapping: itself when a driver decoded it already, a shared ``{}`` when empty."""
+        if isinstance(raw, Mapping):
+            return raw
+        if not raw or raw in ("{}", "null", b"{}", b"null"):
+            return _EMPTY
+        return cls(raw)
+
+    @property
+    def value(self) -> Mapping[str, Any]:
+        """The decoded object."""
+        if self._value is None:
+            decoded = json.loads(self._raw) if isinstance(self._raw, str | bytes) else self._raw
+            self._value = decoded if isinstance(decoded, Mapping) else {}
+        return self._value
+
+    def __getitem__(self, key: str) -> Any:
+        return self.value[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.value)
+
+    def __len__(self) -> int:
+        return len(self.value)
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from ragindex.errors import RagindexError
 from ragindex.service.deps import StateDep, metrics_access
 from ragindex.service.openapi import METRICS_EXAMPLE, error_responses
 from ragindex.service.readiness import DenseWarmUp
+from ragindex.service.search_pool import SearchPool
 
 router = APIRouter(tags=["health"])
 
@@ -74,6 +75,11 @@ def readyz(state: StateDep) -> dict[str, Any] | JSONResponse:
     if isinstance(warm_up, DenseWarmUp):
         ready, checks["dense"] = warm_up.check()
         if not ready:
+            return JSONResponse({"status": "unavailable", "checks": checks}, status_code=503)
+    pool = state.extra.get("search_pool")
+    if isinstance(pool, SearchPool):
+        checks["search_processes"] = pool.status()
+        if checks["search_processes"] == "starting":  # failed: searches run in this process, so ready
             return JSONResponse({"status": "unavailable", "checks": checks}, status_code=503)
     return {"status": "ready", "checks": checks}
 

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+import orjson
+from fastapi import APIRouter, Response
 
 from ragindex.errors import InputError, ValidationError
 from ragindex.filters import FilterError
 from ragindex.service.deps import CallerDep, ServiceState, StateDep
 from ragindex.service.openapi import error_responses
 from ragindex.service.schemas import SearchOut, SearchRequest
+from ragindex.service.search_pool import SearchPool
 
 router = APIRouter(prefix="/v1", tags=["search"])
 
@@ -42,7 +44,7 @@ _BAD_FILTER = {
         400, 401, 409, 413, 422, 502, 503, more={422: {"rerank_unavailable": _NO_RERANKER, "bad_filter": _BAD_FILTER}}
     ),
 )
-async def search(body: SearchRequest, state: StateDep, caller: CallerDep) -> dict[str, Any]:
+async def search(body: SearchRequest, state: StateDep, caller: CallerDep) -> Response:
     """Search one set of the key's tenant; every hit is backfilled from the truth store.
 
     ``rerank: true`` on a deployment whose reranker model is not available answers 422 naming
@@ -53,12 +55,33 @@ async def search(body: SearchRequest, state: StateDep, caller: CallerDep) -> dic
         if not state.rerank_supported:
             raise ValidationError("rerank", "rerank not available")
         options["rerank"] = body.rerank
-    try:
-        result = await _search(state, body, caller.user_id, options)
+    call = _call(body, caller.user_id, options)
+    pool = state.extra.get("search_pool")
+    if isinstance(pool, SearchPool):  # RAGINDEX_SEARCH_PROCESSES: the search runs in a search process
+        outcome = await pool.search(call)
+        if outcome is not None:
+            answer, degraded, observed = outcome
+            if state.engine.score_watch is not None:
+                for source, fingerprint, scores in observed:
+                    state.engine.score_watch.observe(source, fingerprint, scores)
+            state.metrics.search_done(degraded)
+            return Response(answer, media_type="application/json")
+    try:  # here, or again after it failed in a search process: this raises its error
+        result = await state.aengine.search(**call)
     except FilterError as exc:
         raise filter_error(exc) from exc
     state.metrics.search_done(result.degraded)
-    return await public_hits(state, result.to_dict(), user_id=caller.user_id, set_id=body.set_id)
+    return json_answer(await public_hits(state, result.to_dict(), user_id=caller.user_id, set_id=body.set_id))
+
+
+def json_answer(answer: dict[str, Any]) -> Response:
+    """``answer`` serialised once, by orjson: the response model documents it (OpenAPI) but does not re-validate it.
+
+    Validating and re-encoding a search answer through the response model cost ~2 ms of GIL-held Python a search
+    (docs/service.md, "The read path"); tests/service/test_search_answer.py checks that this answer is the one the
+    model gives.
+    """
+    return Response(orjson.dumps(answer, option=orjson.OPT_NON_STR_KEYS), media_type="application/json")
 
 
 def filter_error(exc: InputError, field: str = "filter") -> ValidationError:
@@ -69,24 +92,25 @@ def filter_error(exc: InputError, field: str = "filter") -> ValidationError:
     return error
 
 
-async def _search(state: ServiceState, body: SearchRequest, user_id: int, options: dict[str, Any]) -> Any:
-    return await state.aengine.search(
-        body.query,
-        user_id=user_id,
-        set_id=body.set_id,
-        doc_ids=body.doc_ids,
-        mode=body.mode or "hybrid",
-        top_k=body.top_k,
-        score_threshold=body.score_threshold,
-        fusion=body.fusion,
-        expand=body.expand,
-        context_chars=body.context_chars,
-        group_by=body.group_by,
-        sources=body.sources,
-        on_source_error=body.on_source_error,
-        filter=body.filter,
+def _call(body: SearchRequest, user_id: int, options: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of :meth:`Engine.search` for ``body``."""
+    return {
+        "query": body.query,
+        "user_id": user_id,
+        "set_id": body.set_id,
+        "doc_ids": body.doc_ids,
+        "mode": body.mode or "hybrid",
+        "top_k": body.top_k,
+        "score_threshold": body.score_threshold,
+        "fusion": body.fusion,
+        "expand": body.expand,
+        "context_chars": body.context_chars,
+        "group_by": body.group_by,
+        "sources": body.sources,
+        "on_source_error": body.on_source_error,
+        "filter": body.filter,
         **options,
-    )
+    }
 
 
 async def public_hits(state: ServiceState, answer: dict[str, Any], *, user_id: int, set_id: int) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -10,11 +10,14 @@ from sqlalchemy import and_, func, or_, select
 
 from ragindex.errors import NotFoundError
 from ragindex.store import schema
-from ragindex.store.records import ChunkRow, ChunkText, ChunkView, SectionText
-from ragindex.store.sql.core import CH, DOC, KINDS, SqlCore, batches, given, status_col
+from ragindex.store.records import ChunkRow, ChunkText, ChunkView, JsonObject, SectionText
+from ragindex.store.sql.core import CH, DOC, KINDS, SQL_IN_BATCH, SqlCore, batches, given, status_col
 from ragindex.store.sql.rows import chunk_row
+from ragindex.store.sql.search_sql import CHUNK_FIELDS
 from ragindex.store.states import IndexStatus, Lifecycle
 from ragindex.types import Unit
+
+_METADATA = CHUNK_FIELDS.index("metadata")
 
 
 class SqlChunkReads(SqlCore):
@@ -29,32 +32,42 @@ class SqlChunkReads(SqlCore):
                     found[r.chunk_id] = chunk_row(r._mapping)
         return [found[c] for c in chunk_ids if c in found]
 
-    def backfill(self, chunk_ids: Sequence[str]) -> dict[str, ChunkView]:
-        """ACTIVE chunks (joined with their document) by id; REMOVED or unknown ids are absent (no ghosts)."""
+    def backfill(self, chunk_ids: Sequence[str], *, sections: Sequence[str] = ()) -> dict[str, ChunkView]:
+        """ACTIVE chunks (joined with their document) by id; REMOVED or unknown ids are absent (no ghosts).
+
+        With ``sections``, also every ACTIVE chunk of those sections (read in the same query). The JSON columns
+        are decoded on first use only (:class:`~ragindex.store.records.JsonObject`): a search reads the metadata
+        of the hits it returns, not of every candidate; a document's metadata is decoded once per call.
+        """
         views: dict[str, ChunkView] = {}
-        if not chunk_ids:
-            return views
-        query = select(schema.chunks, DOC.source_uri, DOC.filename, DOC.metadata.label("doc_metadata")).join(
-            schema.documents, DOC.doc_id == CH.doc_id
-        )
-        with self._tx() as conn:
-            for part in batches(list(chunk_ids)):
-                rows = conn.execute(
-                    query.where(
-                        CH.chunk_id.in_(part),
-                        CH.lifecycle_status == Lifecycle.ACTIVE,
-                        DOC.lifecycle_status == Lifecycle.ACTIVE,
-                    )
-                )
-                for r in rows:
-                    m = r._mapping
-                    views[m["chunk_id"]] = ChunkView(
-                        chunk=chunk_row(m),
-                        source_uri=m["source_uri"],
-                        filename=m["filename"],
-                        doc_metadata=m["doc_metadata"] or {},
-                    )
+        docs: dict[int, tuple[str, str, Mapping[str, Any]]] = {}
+        ids, parts = list(chunk_ids), list(dict.fromkeys(sections))
+        width = len(CHUNK_FIELDS)
+        with self._errors():
+            for start in range(0, max(len(ids), len(parts)), SQL_IN_BATCH):
+                end = start + SQL_IN_BATCH
+                for r in self._search_sql.backfill(ids[start:end], parts[start:end], Lifecycle.ACTIVE.value):
+                    doc = docs.get(r[1])
+                    if doc is None:
+                        doc = docs[r[1]] = (r[width], r[width + 1], JsonObject.of(r[width + 2]))
+                    values = list(r[:width])
+                    values[_METADATA] = JsonObject.of(values[_METADATA])
+                    chunk = ChunkRow(*values)
+                    views[chunk.chunk_id] = ChunkView(chunk, doc[0], doc[1], doc[2])
         return views
+
+    def chunk_sections(self, chunk_ids: Sequence[str]) -> dict[str, tuple[str, int]]:
+        """chunk_id -> (section_id, chunk_index) of the ACTIVE chunks among ``chunk_ids`` that have a section.
+
+        What fusion needs to map a lexical source's sections to the chunks dense found (two narrow columns of
+        at most ``candidates`` rows, through the primary key), instead of reading every section's chunks.
+        """
+        out: dict[str, tuple[str, int]] = {}
+        with self._errors():
+            for part in batches(list(chunk_ids)):
+                rows = self._search_sql.sections_of(part, Lifecycle.ACTIVE.value)
+                out.update({chunk_id: (section_id, int(index)) for chunk_id, section_id, index in rows})
+        return out
 
     def get_tenant_chunk(self, chunk_id: str, *, user_id: int) -> ChunkRow:
         """An ACTIVE chunk of ``user_id``; NotFoundError for unknown, deleted or another tenant's ids alike."""
@@ -98,17 +111,11 @@ class SqlChunkReads(SqlCore):
     def section_chunks(self, section_ids: Sequence[str]) -> dict[str, list[ChunkText]]:
         """section_id -> its ACTIVE chunks in document order (sections without live chunks are absent)."""
         out: dict[str, list[ChunkText]] = {}
-        if not section_ids:
-            return out
-        columns = (CH.section_id, CH.chunk_id, CH.content, CH.start_line, CH.end_line)
-        with self._tx() as conn:
+        with self._errors():
             for part in batches(list(dict.fromkeys(section_ids))):
-                query = (
-                    select(*columns)
-                    .where(CH.section_id.in_(part), CH.lifecycle_status == Lifecycle.ACTIVE)
-                    .order_by(CH.doc_id, CH.chunk_index)
-                )
-                for section_id, chunk_id, content, start_line, end_line in conn.execute(query):
+                for section_id, chunk_id, content, start_line, end_line in self._search_sql.members(
+                    part, Lifecycle.ACTIVE.value
+                ):
                     out.setdefault(section_id, []).append(ChunkText(chunk_id, content, start_line, end_line))
         return out
 

@@ -30,6 +30,11 @@ class SqlCollections(SqlCore):
         with self._tx() as conn:
             return [meta_row(r._mapping) for r in conn.execute(select(_META))]
 
+    def active_collections(self) -> list[str]:
+        """The names of the ACTIVE collections (one read of one column: every search asks)."""
+        with self._errors():
+            return [name for (name,) in self._search_sql.active_collections(CollectionState.ACTIVE.value)]
+
     def put_index_meta(self, meta: IndexMeta) -> None:
         """Insert or replace a collection's metadata."""
         now = utcnow()

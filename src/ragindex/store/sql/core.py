@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import cached_property
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import ColumnElement, Connection, Engine, Table, create_engine, event, insert
 from sqlalchemy.dialects import mysql, postgresql, sqlite
@@ -21,6 +22,9 @@ from ragindex.errors import ConfigurationError, StoreError, ValidationError
 from ragindex.store import schema
 from ragindex.store.migrations import MIGRATIONS, Migration, apply_migrations
 from ragindex.types import VectorKind
+
+if TYPE_CHECKING:
+    from ragindex.store.sql.search_sql import SearchSql
 
 _T = TypeVar("_T")
 KINDS: tuple[VectorKind, ...] = tuple(VectorKind)
@@ -62,6 +66,13 @@ class SqlCore:
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot open the {self.name} at {self._safe_url()}: {exc}", backend=self.dialect) from exc
 
+    @cached_property
+    def _search_sql(self) -> SearchSql:
+        """The search path's reads as SQL text (:mod:`ragindex.store.sql.search_sql`)."""
+        from ragindex.store.sql.search_sql import SearchSql
+
+        return SearchSql(self.engine)
+
     def _safe_url(self) -> str:
         return self.url.split("@", 1)[-1] if "@" in self.url else self.url
 
@@ -93,6 +104,14 @@ class SqlCore:
         try:
             with self.engine.begin() as conn:
                 yield conn
+        except SQLAlchemyError as exc:
+            raise StoreError(f"{self.name} operation failed: {exc}", backend=self.dialect) from exc
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """Driver and pool errors of the block as :class:`StoreError` (reads outside :meth:`_tx`)."""
+        try:
+            yield
         except SQLAlchemyError as exc:
             raise StoreError(f"{self.name} operation failed: {exc}", backend=self.dialect) from exc
 

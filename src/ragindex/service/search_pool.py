@@ -1,0 +1,289 @@
+"""Searches in worker processes, so that reads use every core while one process owns the embedded index (issue 27).
+
+One process holds the GIL for all of its Python, and Qdrant Edge lets one process own the shards. With
+``RAGINDEX_SEARCH_PROCESSES=N`` the service starts N search processes (``spawn``) that do a search's Python: the
+query encode (one ONNX pass per batch of concurrent queries), the truth-store reads and ghost filtering, fusion, hit
+building and the answer's JSON. Only the index query stays in the service (the owner): a search process sends it
+over a Unix socket (:class:`IndexServer`), where it runs on the owner's index thread like any other index call.
+
+What a search reads is as fresh as in the owner: the truth store is shared (SQLite in WAL mode, or the server
+database), so a record upserted and acknowledged is read by the next search of any process, and a chunk REMOVED in
+the truth store is dropped at backfill whatever the index still holds. The score-drift watch of the owner receives
+the scores the processes observed. A search that fails in a search process (a bad filter, an unreachable source, a
+crashed process) runs again in the owner, which raises its error as it always did.
+
+Concurrent searches are batched: each search process takes up to ``RAGINDEX_SEARCH_BATCH_MAX`` waiting searches at a
+time and encodes their queries in one forward pass. The design and its measurements: docs/service.md, "The read
+path (issue 27)".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import secrets
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing.connection import Client, Connection, Listener
+from pathlib import Path
+from typing import Any, cast
+
+import orjson
+
+from ragindex.config.settings import Settings
+from ragindex.engine import Engine
+from ragindex.errors import RetrievalBackendError
+from ragindex.index.protocol import VectorIndex
+from ragindex.service.sources import SourcePaths
+
+log = logging.getLogger(__name__)
+
+_READS = frozenset({"search"})
+"""The index methods a search process may call on the owner's index."""
+
+
+class IndexServer:
+    """Serves the owner's index to the search processes over a Unix socket (reads only).
+
+    Args:
+        index: The owner's index (the service's: every call runs on its index thread).
+    """
+
+    def __init__(self, index: VectorIndex) -> None:
+        self.index = index
+        self.authkey = secrets.token_bytes(32)
+        self._dir = tempfile.TemporaryDirectory(prefix="ragindex-search-")
+        self.address = str(Path(self._dir.name) / "index.sock")
+        self._listener = Listener(self.address, family="AF_UNIX", authkey=self.authkey)
+        self._closed = False
+        self._connections: list[Connection] = []
+        threading.Thread(target=self._accept, name="ragindex-index-server", daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                conn = self._listener.accept()
+            except (OSError, EOFError):
+                if self._closed:
+                    return
+                log.warning("a search process could not connect to the index server", exc_info=True)
+                continue
+            self._connections.append(conn)
+            threading.Thread(target=self._serve, args=(conn,), name="ragindex-index-conn", daemon=True).start()
+
+    def _serve(self, conn: Connection) -> None:
+        while True:
+            try:
+                method, args, kwargs = conn.recv()
+            except (EOFError, OSError):
+                return
+            try:
+                if method not in _READS:
+                    raise RetrievalBackendError(f"the index server serves no {method!r}")
+                conn.send(("ok", getattr(self.index, method)(*args, **kwargs)))
+            except Exception as exc:  # the search process fails its search; the owner runs it again and raises
+                conn.send(("error", f"{type(exc).__name__}: {exc}"))
+
+    def close(self) -> None:
+        """Stop accepting and close every connection."""
+        self._closed = True
+        self._listener.close()
+        for conn in self._connections:
+            conn.close()
+        self._dir.cleanup()
+
+
+class RemoteIndex:
+    """The owner's index as a search process sees it: ``search`` only, over the index server's socket."""
+
+    def __init__(self, address: str, authkey: bytes) -> None:
+        self._conn = Client(address, family="AF_UNIX", authkey=authkey)
+        self.backend = "remote"
+
+    def search(self, *args: Any, **kwargs: Any) -> list[tuple[str, float]]:
+        """:meth:`VectorIndex.search` of the owner's index."""
+        self._conn.send(("search", args, kwargs))
+        status, value = self._conn.recv()
+        if status != "ok":
+            raise RetrievalBackendError(f"search failed in the index owner: {value}")
+        return cast("list[tuple[str, float]]", value)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._conn.close()
+
+
+@dataclass
+class _Observed:
+    """Stands for the score-drift watch in a search process: the scores go back to the owner's watch."""
+
+    calls: list[tuple[str, str, list[float]]] = field(default_factory=list)
+
+    def observe(self, source: str, fingerprint: str, scores: Sequence[float]) -> None:
+        self.calls.append((source, fingerprint, list(scores)))
+
+    def close(self) -> None:
+        """Nothing to save here: the owner's watch saves."""
+
+
+@dataclass
+class _Worker:
+    engine: Engine
+    sources: SourcePaths
+    observed: _Observed
+
+
+_worker: _Worker | None = None
+
+
+def _start_worker(settings: Settings, address: str, authkey: bytes, paths: tuple[Path, list[Path], Path]) -> None:
+    global _worker
+    engine = Engine(settings)
+    engine._index = cast("VectorIndex", RemoteIndex(address, authkey))  # never opens (nor locks) the shards
+    if engine.score_watch is not None:
+        engine.score_watch.close()
+    observed = _Observed()
+    engine.score_watch = cast("Any", observed)
+    blob_root, roots, data_dir = paths
+    _worker = _Worker(engine, SourcePaths(blob_root, roots, data_dir=data_dir), observed)
+
+
+def _warm() -> bool:
+    assert _worker is not None
+    _worker.engine.dense.encode_queries(["warm up"])
+    return True
+
+
+Outcome = tuple[bytes, dict[str, str], list[tuple[str, str, list[float]]]] | None
+"""A search's answer (JSON), its degraded sources and the scores it observed; None: run it in the owner."""
+
+
+def _search_batch(calls: Sequence[Mapping[str, Any]]) -> list[Outcome]:
+    """Run ``calls`` (:meth:`Engine.search` keyword arguments) one after the other, their queries encoded at once."""
+    assert _worker is not None
+    engine = _worker.engine
+    queries = list(dict.fromkeys(call["query"] for call in calls if str(call["query"]).strip()))
+    if len(queries) > 1:
+        try:  # fills the query-vector cache: each search below finds its vector there
+            engine.dense.encode_queries(queries)
+        except Exception:  # each search meets (and reports) its own failure
+            log.debug("batched query encode failed", exc_info=True)
+    out: list[Outcome] = []
+    for call in calls:
+        _worker.observed.calls = []
+        try:
+            result = engine.search(**call)
+            answer = public_answer(engine, _worker.sources, result.to_dict(), call["user_id"], call["set_id"])
+            body = orjson.dumps(answer, option=orjson.OPT_NON_STR_KEYS)
+            out.append((body, dict(result.degraded), _worker.observed.calls))
+        except Exception:
+            out.append(None)
+    return out
+
+
+def public_answer(
+    engine: Engine, sources: SourcePaths, answer: dict[str, Any], user_id: int, set_id: int
+) -> dict[str, Any]:
+    """A search answer with each hit's ``key`` and public ``source`` (see ``routes.search.public_hits``)."""
+    pathlike = sorted({h["source"] for h in answer.get("hits", ()) if h["source"].startswith("/")})
+    uris: dict[str, str] = {}
+    if pathlike:
+        found = engine.store.documents_by_key(user_id, set_id, pathlike)
+        uris = {key: doc.file_uri for key, doc in found.items()}
+    return sources.hits(answer, user_id=user_id, records=uris)
+
+
+@dataclass
+class _Waiting:
+    call: dict[str, Any]
+    future: asyncio.Future[Outcome]
+
+
+class SearchPool:
+    """N search processes fed from one queue; each takes up to ``batch_max`` waiting searches at a time.
+
+    Args:
+        settings: The engine settings the processes open their engines with.
+        index: The owner's index (served to them).
+        processes: How many search processes.
+        batch_max: Most searches a process takes at once (their queries are encoded together).
+        paths: What public sources are relative to: the blob root, the source roots, the data dir.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        index: VectorIndex,
+        *,
+        processes: int,
+        batch_max: int,
+        paths: tuple[Path, list[Path], Path],
+    ) -> None:
+        self.server = IndexServer(index)
+        self.batch_max = batch_max
+        self._pool = ProcessPoolExecutor(
+            processes,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_worker,
+            initargs=(settings, self.server.address, self.server.authkey, paths),
+        )
+        self._processes = processes
+        self._ready = False
+        self._failed: str | None = None
+        self._queue: asyncio.Queue[_Waiting] | None = None
+        self._feeders: list[asyncio.Task[None]] = []
+        self.batches = 0
+        self.searches = 0
+
+    def warm_up(self) -> None:
+        """Start every process and load its model (blocking; the service calls it at start-up on a thread)."""
+        try:
+            futures = [self._pool.submit(_warm) for _ in range(self._processes * 2)]
+            for future in futures:
+                future.result()
+        except Exception as exc:  # searches fall back to the service process; readiness reports it
+            log.exception("the search processes did not start")
+            self._failed = f"failed to start: {exc}"
+            return
+        self._ready = True
+
+    def status(self) -> str:
+        """``ok`` once every search process has loaded its model, else why not (``/readyz``)."""
+        return "ok" if self._ready else self._failed or "starting"
+
+    async def search(self, call: dict[str, Any]) -> Outcome:
+        """The outcome of one search (:meth:`Engine.search` keyword arguments) run in a search process."""
+        if self._queue is None:
+            self._queue = asyncio.Queue()
+            self._feeders = [asyncio.create_task(self._feed(self._queue)) for _ in range(self._processes)]
+        future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+        await self._queue.put(_Waiting(call, future))
+        return await future
+
+    async def _feed(self, queue: asyncio.Queue[_Waiting]) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            batch = [await queue.get()]
+            while len(batch) < self.batch_max and not queue.empty():
+                batch.append(queue.get_nowait())
+            try:
+                outcomes = await loop.run_in_executor(self._pool, _search_batch, [w.call for w in batch])
+            except Exception:  # a crashed process: the owner runs these searches itself
+                log.exception("a search process failed; its searches run in the service process")
+                outcomes = [None] * len(batch)
+            self.batches += 1
+            self.searches += len(batch)
+            for waiting, outcome in zip(batch, outcomes, strict=True):
+                if not waiting.future.done():
+                    waiting.future.set_result(outcome)
+
+    def close(self) -> None:
+        """Stop the processes (their searches in flight end first) and the index server."""
+        for task in self._feeders:
+            task.cancel()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self.server.close()

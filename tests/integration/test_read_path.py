@@ -1,0 +1,178 @@
+"""The search path that does little (issue 27): its section map and its lazy sections against the truth store.
+
+Fusion maps a lexical source's sections to the chunks dense found through one narrow read of the dense candidates'
+sections, and leaves a section none of whose chunks dense found as pending until a backfilled page reaches it.
+The reference below is the path it replaced: read every lexical section's live chunks first, then fuse. Both must
+rank the same hits, and neither may return a chunk that is REMOVED in the truth store (a ghost still in the index).
+Real engines: SQLite, Qdrant Edge and the shipped MiniLM model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from ragindex.engine import Engine
+from ragindex.retrieval.fusion import Candidate
+from ragindex.retrieval.search import Retriever, SearchRequest
+from ragindex.retrieval.terms import best_match, query_terms
+from ragindex.store.records import ChunkText
+from ragindex.types import SearchMode, Unit, VectorKind
+
+pytestmark = pytest.mark.integration
+
+TOPICS = {
+    "bees": "honeybee colony queen workers drones hive wax frames honey harvest nectar pollen swarm",
+    "tides": "tide harbour high water low water moon current estuary shore channel pilot vessel",
+    "basalt": "basalt lava columns cooling volcano magma rock crystals fracture plateau island geology",
+    "bread": "bread dough flour yeast oven crust proof knead starter loaf rye wheat bakery",
+}
+QUERIES = [
+    "how much honey does a strong hive give",
+    "when is high water in the harbour",
+    "why does cooling lava form basalt columns",
+    "sourdough starter and rye flour",
+    "queen lays eggs in spring",
+    "pilot boards the vessel in the channel",
+]
+
+
+def _document(topic: str, words: str, sections: int = 4, paragraphs: int = 4) -> str:
+    vocabulary = words.split()
+    parts = [f"# {topic.title()} notes"]
+    for s in range(sections):
+        parts.append(f"## {topic.title()} part {s}")
+        for p in range(paragraphs):
+            picked = [vocabulary[(s * 7 + p * 3 + i) % len(vocabulary)] for i in range(18)]
+            parts.append(f"Paragraph {s}.{p} about {topic}: " + " ".join(picked) + ".")
+    return "\n\n".join(parts) + "\n"
+
+
+@pytest.fixture
+def corpus_files() -> dict[str, str]:
+    return {f"{topic}.md": _document(topic, words) for topic, words in TOPICS.items()}
+
+
+@pytest.fixture
+def engine_settings() -> dict[str, Any]:
+    return {"chunk_size": 160, "chunk_overlap": 0}  # several chunks per section: sections stand for many chunks
+
+
+class EveryJoinedSection(Retriever):
+    """The path the search path replaced: every lexical section's live chunks are read before fusion."""
+
+    _query = ""
+
+    def _chunk_lists(self, lists: Mapping[str, list[tuple[str, float]]]) -> tuple[dict[str, list[Candidate]], set[str]]:
+        out: dict[str, list[Candidate]] = {source: list(items) for source, items in lists.items()}
+        lexical = [source for source in lists if source != VectorKind.DENSE]
+        if not lexical:
+            return out, set()
+        members = self.store.section_chunks([uid for source in lexical for uid, _ in lists[source]])
+        dense = {cid for cid, _ in lists.get(VectorKind.DENSE, ())}
+        terms = query_terms(self._query)
+        for source in lexical:
+            expanded: list[Candidate] = []
+            for rank, (uid, score) in enumerate(lists[source], 1):
+                chunks: list[ChunkText] | None = members.get(uid)
+                if chunks is None:
+                    expanded.append((uid, score, rank))
+                    continue
+                found = [c.chunk_id for c in chunks if c.chunk_id in dense]
+                expanded += [(cid, score, rank) for cid in found or [best_match(terms, chunks)]]
+            out[source] = expanded
+        return out, set()
+
+
+def _retriever(engine: Engine, cls: type[Retriever] = Retriever) -> Retriever:
+    return cls(
+        engine.store,
+        lambda: engine.index,
+        engine.read_collection,
+        lambda: engine.dense,
+        engine.sparse,
+        bucket_count=engine.settings.bucket_count,
+        rrf_k=engine.settings.rrf_k,
+    )
+
+
+def _request(query: str, mode: str, fusion: str, top_k: int = 20) -> SearchRequest:
+    return SearchRequest(
+        query=query,
+        user_id=1,
+        set_id=1,
+        doc_ids=None,
+        mode=SearchMode(mode),
+        top_k=top_k,
+        score_threshold=None,
+        fusion=fusion,
+        candidates=50,
+    )
+
+
+def _ranked(retriever: Retriever, request: SearchRequest) -> list[tuple[str, float, int]]:
+    if isinstance(retriever, EveryJoinedSection):
+        retriever._query = request.query
+    return [(hit.chunk_id, round(hit.score, 9), hit.rank) for hit in retriever.search(request).hits]
+
+
+@pytest.fixture
+def searched(engine: Engine) -> Iterator[Engine]:
+    assert engine.store.chunk_count_by_status(VectorKind.DENSE)
+    yield engine
+
+
+def test_the_section_map_is_the_truth_stores(searched: Engine) -> None:
+    """chunk_sections maps exactly the ACTIVE chunks that have a section to it (and its place in the document)."""
+    engine = searched
+    rows = [row for doc in engine.store.list_documents() for row in engine.store.chunks_of_document(doc.doc_id)]
+    assert rows and all(row.unit == Unit.CHUNK for row in rows)
+    ids = [row.chunk_id for row in rows] + ["not-a-chunk"]
+    expected = {row.chunk_id: (row.section_id, row.chunk_index) for row in rows if row.section_id is not None}
+    assert len(expected) == len(rows)  # every chunk of these documents belongs to a section
+    assert engine.store.chunk_sections(ids) == expected
+    removed = rows[0].chunk_id
+    engine.store.remove_chunks([removed])
+    assert removed not in engine.store.chunk_sections(ids)  # a REMOVED chunk maps to nothing
+    sections = {section_id for section_id, _ in expected.values()}
+    members = engine.store.section_chunks(sorted(sections))
+    for section_id, chunks in members.items():  # the lazy read gives each section's live chunks in order
+        views = engine.store.backfill([], sections=[section_id])
+        assert [c.chunk_id for c in chunks] == [
+            v.chunk.chunk_id for v in sorted(views.values(), key=lambda v: v.chunk.chunk_index)
+        ]
+
+
+@pytest.mark.parametrize("fusion", ["rrf", "dbsf", "combine", "boost"])
+def test_fusion_ranks_as_reading_every_section_first_would(searched: Engine, fusion: str) -> None:
+    fast, reference = _retriever(searched), _retriever(searched, EveryJoinedSection)
+    for query in QUERIES:
+        for mode in ("hybrid", "bm25"):
+            request = _request(query, mode, fusion)
+            expected = _ranked(reference, request)
+            assert expected, (query, mode)
+            assert _ranked(fast, request) == expected, (query, mode, fusion)
+
+
+def test_a_removed_chunk_is_never_returned_by_the_fast_path(searched: Engine) -> None:
+    """Ghosts (REMOVED in the truth store, points still in the index) of both kinds: a chunk dense found, and the
+    chunk that stood for a section BM25 found; neither comes back, as a hit or folded into one."""
+    engine = searched
+    fast = _retriever(engine)
+    query = QUERIES[0]
+    dense_best = fast.search(_request(query, "dense", "rrf", top_k=3)).hits
+    bm25_best = fast.search(_request(query, "bm25", "rrf", top_k=3)).hits
+    ghosts = {hit.chunk_id for hit in (*dense_best, *bm25_best)}
+    assert sorted(engine.store.remove_chunks(sorted(ghosts))) == sorted(ghosts)
+    for mode in ("hybrid", "bm25", "dense"):
+        for group_by in ("none", "section", "document"):
+            result = engine.search(query, user_id=1, set_id=1, mode=mode, top_k=10, group_by=group_by)
+            returned = {hit.chunk_id for hit in result.hits} | {m.chunk_id for h in result.hits for m in h.merged}
+            assert result.hits and not returned & ghosts, (mode, group_by)
+    reference = _retriever(engine, EveryJoinedSection)
+    for fusion in ("rrf", "dbsf"):
+        request = replace(_request(query, "hybrid", fusion), top_k=10)
+        assert _ranked(fast, request) == _ranked(reference, request)

@@ -1,0 +1,130 @@
+"""``RAGINDEX_SEARCH_PROCESSES``: searches run in search processes, the index stays in the service (issue 27).
+
+A real service over real HTTP with two search processes (spawned, each with the shipped model), the index served
+to them over the Unix socket. What must hold: the same answer as a search in the service process, read-your-writes
+for a record upsert, a removed record never returned (ghost filtering in the search process), errors answered as
+the service process answers them, and the scores the processes observed reaching the service's drift watch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from conftest import ServerThread, Service
+from ragindex.config.settings import Settings
+from ragindex.service.app import create_app
+from ragindex.service.keys import create_key
+from ragindex.service.search_pool import SearchPool
+from ragindex.service.settings import ServiceSettings
+
+pytestmark = pytest.mark.integration
+
+USER, SET = 7, 1
+RECORDS = [
+    {"key": "bees", "text": "A honeybee colony has one queen and thousands of workers; honey is harvested in summer."},
+    {"key": "tides", "text": "High water at the harbour comes twice a day, pulled by the moon."},
+    {"key": "basalt", "text": "Basalt columns form as thick lava cools and cracks into hexagons."},
+]
+
+
+@pytest.fixture(scope="module")
+def pooled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Service, httpx.Client]]:
+    data_dir = tmp_path_factory.mktemp("pooled-data")
+    settings = Settings(_env_file=None, data_dir=data_dir)  # type: ignore[call-arg]
+    service = ServiceSettings(_env_file=None, search_processes=2, search_batch_max=4)  # type: ignore[call-arg]
+    app = create_app(settings, service)
+    server = ServerThread(app)
+    server.start()
+    try:
+        state = app.state.service
+        key = str(create_key(state.store, user_id=USER)["key"])
+        running = Service(url=server.url, state=state, data_dir=data_dir)
+        with running.client(key) as client:
+            answer = client.post(f"/v1/sets/{SET}/records", json={"records": RECORDS})
+            assert answer.status_code == 200, answer.text
+            yield running, client
+    finally:
+        server.stop()
+
+
+def _search(client: httpx.Client, query: str, **extra: Any) -> httpx.Response:
+    return client.post("/v1/search", json={"query": query, "set_id": SET, **extra})
+
+
+def _pool(service: Service) -> SearchPool:
+    pool = service.state.extra["search_pool"]
+    assert isinstance(pool, SearchPool)
+    return pool
+
+
+def test_a_search_process_answers_as_the_service_process_does(pooled: tuple[Service, httpx.Client]) -> None:
+    service, client = pooled
+    before = _pool(service).searches
+    for extra in ({}, {"mode": "bm25", "group_by": "none"}, {"expand": "neighbours", "top_k": 2}):
+        response = _search(client, "when is honey harvested", **extra)
+        assert response.status_code == 200, response.text
+        body = response.json()
+        expected = service.state.engine.search("when is honey harvested", user_id=USER, set_id=SET, **extra)
+        assert [h["chunk_id"] for h in body["hits"]] == [h.chunk_id for h in expected.hits]
+        assert body["hits"][0]["key"] == "bees" and body["hits"][0]["source"] == "bees"
+        assert [h["score"] for h in body["hits"]] == pytest.approx([h.score for h in expected.hits])
+    assert _pool(service).searches >= before + 3  # answered by the search processes, not by the fallback
+
+
+def test_upserts_are_read_by_the_next_search_and_removed_records_never(pooled: tuple[Service, httpx.Client]) -> None:
+    _, client = pooled
+    put = client.put(f"/v1/sets/{SET}/records/saffron", json={"text": "Saffron is the dried stigma of a crocus."})
+    assert put.status_code == 200, put.text
+    keys = [hit["key"] for hit in _search(client, "dried crocus stigma").json()["hits"]]
+    assert keys[0] == "saffron"  # read your writes, from another process
+    assert client.delete(f"/v1/sets/{SET}/records/saffron").status_code == 200
+    for mode in ("hybrid", "dense", "bm25"):
+        hits = _search(client, "dried crocus stigma", mode=mode).json()["hits"]
+        assert "saffron" not in [hit["key"] for hit in hits], mode
+
+
+def test_errors_are_answered_as_in_the_service_process(pooled: tuple[Service, httpx.Client]) -> None:
+    _, client = pooled
+    bad = _search(client, "honey", filter={"year": {"$gte": 2020}})
+    assert bad.status_code == 422 and bad.json()["context"]["field"] == "filter"
+    assert _search(client, "honey", mode="sparse").status_code == 422  # not configured
+    assert _search(client, "   ").json()["hits"] == []
+
+
+def test_the_drift_watch_gets_the_scores_of_the_search_processes(pooled: tuple[Service, httpx.Client]) -> None:
+    service, client = pooled
+    watch = service.state.engine.score_watch
+    if watch is None:
+        pytest.skip("the drift watch is off in this configuration")
+    seen: list[str] = []
+    real = watch.observe
+
+    def observe(source: str, fingerprint: str, scores: Any) -> None:
+        seen.append(source)
+        real(source, fingerprint, scores)
+
+    watch.observe = observe  # type: ignore[method-assign]
+    try:
+        assert _search(client, "basalt lava columns").status_code == 200
+    finally:
+        watch.observe = real  # type: ignore[method-assign]
+    assert {"dense", "bm25", "fused"} <= set(seen)
+
+
+def test_the_index_server_serves_reads_only(pooled: tuple[Service, httpx.Client], tmp_path: Path) -> None:
+    from ragindex.service.search_pool import RemoteIndex
+
+    service, _ = pooled
+    server = _pool(service).server
+    remote = RemoteIndex(server.address, server.authkey)
+    try:
+        remote._conn.send(("delete_points", ("c", 0, ["x"]), {}))
+        status, message = remote._conn.recv()
+        assert status == "error" and "delete_points" in message
+    finally:
+        remote.close()
