@@ -1,4 +1,4 @@
-"""The benchmark suite: ``python -m bench.run [ingest] [noop] [change] [query] [pdf] [light] [watch] [records]``.
+"""The benchmark suite: ``python -m bench.run [SECTION ...]``, sections as in BENCHMARKS below.
 
 Default: all.
 
@@ -17,6 +17,7 @@ from bench.common import mark_start
 from bench.ingest import bench_change, bench_ingest, bench_noop
 from bench.latency import bench_query
 from bench.light import bench_light
+from bench.oneshot import bench_oneshot
 from bench.pdf import bench_pdf
 from bench.records import bench_records
 from bench.report import write
@@ -31,6 +32,7 @@ BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
     "light": bench_light,
     "watch": bench_watch,
     "records": bench_records,
+    "oneshot": bench_oneshot,
 }
 
 
