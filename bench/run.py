@@ -19,6 +19,7 @@ from bench.latency import bench_query
 from bench.light import bench_light
 from bench.oneshot import bench_oneshot
 from bench.pdf import bench_pdf
+from bench.peers import bench_peers
 from bench.records import bench_records
 from bench.report import write
 from bench.watch import bench_watch
@@ -33,6 +34,7 @@ BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
     "watch": bench_watch,
     "records": bench_records,
     "oneshot": bench_oneshot,
+    "peers": bench_peers,
 }
 
 
