@@ -1,5 +1,6 @@
 """The benchmark suite: ``python -m bench.run [ingest] [noop] [change] [query] [pdf] [light] [watch] [records]
 [parse-quality] [ocr-quality]``.
+"""The benchmark suite: ``python -m bench.run [SECTION ...]``, sections as in BENCHMARKS below.
 
 Default: all.
 
@@ -20,7 +21,9 @@ from bench.latency import bench_query
 from bench.light import bench_light
 from bench.parse_quality import bench_parse_quality
 from bench.ocr_quality import bench_ocr_quality
+from bench.oneshot import bench_oneshot
 from bench.pdf import bench_pdf
+from bench.peers import bench_peers
 from bench.records import bench_records
 from bench.report import write
 from bench.watch import bench_watch
@@ -36,6 +39,8 @@ BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
     "records": bench_records,
     "parse-quality": bench_parse_quality,
     "ocr-quality": bench_ocr_quality,
+    "oneshot": bench_oneshot,
+    "peers": bench_peers,
 }
 
 

@@ -91,15 +91,31 @@ class Engine(ChunkEditing, Maintenance, Closing):
             self.score_watch = ScoreWatch(self.store, self.settings.drift)
 
     # ------------------------------------------------------------------ lifecycle
-    def close(self) -> None:
-        """Give back this process's claims (also after a signal), then close the index, its lock, encoders, store."""
+    def close(self, *, process_exit: bool = False) -> None:
+        """Give back this process's claims (also after a signal), then close the index, its lock, encoders, store.
+
+        ``process_exit``: the caller ends the process with ``os._exit`` right after (the one-shot CLI); an embedded
+        index that this process only read is then left open, with its lock, for the process's end to release
+        (see :meth:`QdrantEdgeIndex.close <ragindex.index.qdrant_edge.QdrantEdgeIndex.close>`).
+        """
         try:
             self.owner.lease.close()
         finally:
+            left_open = False
             if self._index is not None:
-                self._index.close()
+                if process_exit and self.settings.index_backend == "edge":
+                    from ragindex.index.qdrant_edge import QdrantEdgeIndex, shards_left_open
+
+                    if isinstance(self._index, QdrantEdgeIndex):
+                        self._index.close(process_exit=True)
+                        left_open = shards_left_open()
+                    else:
+                        self._index.close()
+                else:
+                    self._index.close()
                 self._index = None
-            self.owner.unlock()
+            if not left_open:
+                self.owner.unlock()
             if self._parser is not None:
                 self._parser.close()
             for encoder in (self._dense, *self.sparse.values()):

@@ -235,11 +235,11 @@ class ThreadedEngine(Engine):
                     )
         return self._batching
 
-    def close(self) -> None:
+    def close(self, *, process_exit: bool = False) -> None:
         """Stop the query thread, close the index on its thread, then the store."""
         if self._batching is not None:
             self._batching.close()
         try:
-            super().close()
+            super().close(process_exit=process_exit)
         finally:
             self.index_thread.shutdown()

@@ -136,16 +136,24 @@ def test_noop_run_loads_no_model_and_parses_nothing(tmp_path: Path, corpus: Path
 
 
 CLI_IN_SUBPROCESS = (
-    "import json, sys\n"
+    "import json, os, sys\n"
     "from ragindex.cli import main\n"
     "sys.argv = ['ragindex', *json.loads(sys.argv[1])]\n"
+    "def report(code):\n"
+    "    heavy = [m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules]\n"
+    "    sys.stderr.write('\\n' + json.dumps({'code': code, 'heavy': heavy}) + '\\n')\n"
+    "    sys.stderr.flush()\n"
+    "_exit = os._exit\n"
+    "def exiting(code):\n"  # a search leaves the index open and ends with os._exit (cli.app.leave)
+    "    report(code)\n"
+    "    _exit(code)\n"
+    "os._exit = exiting\n"
     "try:\n"
     "    main()\n"
     "    code = 0\n"
     "except SystemExit as exc:\n"
     "    code = exc.code\n"
-    "heavy = [m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules]\n"
-    "sys.stderr.write('\\n' + json.dumps({'code': code, 'heavy': heavy}) + '\\n')\n"
+    "report(code)\n"
 )
 
 

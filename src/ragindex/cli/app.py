@@ -36,15 +36,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
-import click
 import typer
-from rich.console import Console
+from typer.exceptions import TyperException
 
 from ragindex.cli.render import clean
 from ragindex.cli.signals import Interrupted
 from ragindex.errors import EXIT_CRASH, ConfigurationError, RagindexError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from ragindex.config.settings import Settings
     from ragindex.engine import Engine
 
@@ -55,14 +56,60 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-console = Console()
-err = Console(stderr=True)
 T = TypeVar("T")
+
+
+class _LazyConsole:
+    """A rich ``Console`` made on first use: a command that prints JSON (a one-shot search) never imports rich."""
+
+    def __init__(self, *, stderr: bool = False) -> None:
+        self._stderr = stderr
+        self._console: Console | None = None
+
+    def get(self) -> Console:
+        """The rich console itself (made now if needed): what to hand to rich (a ``Progress``, a ``Live``)."""
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(stderr=self._stderr)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.get(), name)
+
+
+console: Any = _LazyConsole()
+err: Any = _LazyConsole(stderr=True)
+
+COMMAND_MODULES: dict[str, str] = {
+    "ingest": "commands",
+    "search": "commands",
+    "status": "commands",
+    "verify": "commands",
+    "docs": "docs",
+    "encoder-server": "encoder_server",
+    "eval": "eval",
+    "repair": "manage",
+    "reindex": "manage",
+    "delete": "manage",
+    "update-chunk": "manage",
+    "mcp": "mcp",
+    "models": "models",
+    "serve": "service",
+    "keys": "service",
+    "watch": "watch",
+    "worker": "worker",
+}
+"""Each command (or command group) of ``ragindex`` and the module of ``ragindex.cli`` that registers it.
+
+:func:`run` imports only the module of the command asked for (a search never imports the service, the MCP
+server or the watcher); help and an unknown command import them all. A test holds this map to the commands."""
 
 
 class _State:
     data_dir: Path | None = None
     verbose: bool = False
+    exits_after: bool = False  # run() ends the process after the command (not a test's CliRunner)
 
 
 state = _State()
@@ -140,15 +187,19 @@ def load_settings(**overrides: Any) -> Settings:
 
 
 @contextmanager
-def engine_for(**overrides: Any) -> Iterator[Engine]:
-    """An Engine for one command, always closed."""
+def engine_for(*, read_only: bool = False, **overrides: Any) -> Iterator[Engine]:
+    """An Engine for one command, always closed.
+
+    ``read_only`` (a command that only reads, e.g. search): when the process ends right after the command, the
+    embedded index is left open for the process's end (see ``Engine.close(process_exit=True)``).
+    """
     from ragindex.engine import Engine
 
     engine = Engine(load_settings(**overrides))
     try:
         yield engine
     finally:
-        engine.close()
+        engine.close(process_exit=read_only and state.exits_after)
 
 
 def emit_json(payload: Any) -> None:
@@ -160,7 +211,7 @@ def guarded(fn: Callable[[], T]) -> T:
     """Run a command body; a failure becomes one line on stderr and its exit code (see the module docstring)."""
     try:
         return fn()
-    except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+    except (typer.Exit, typer.Abort, TyperException):  # Typer's own ends (a usage error, an exit code)
         raise
     except BaseException as exc:
         code = handle_failure(exc)
@@ -211,18 +262,13 @@ def run() -> None:
     from ragindex.cli.signals import stops
 
     stops.install()
+    state.exits_after = True
+    if command_name(sys.argv[1:]) == "search":
+        # pydantic's plugin lookup reads every installed package's entry points (~25 ms of a one-shot search);
+        # a search uses no plugin (PYDANTIC_DISABLE_PLUGINS= set empty keeps them)
+        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
     try:
-        from ragindex.cli import commands  # noqa: F401 - registers the commands
-        from ragindex.cli import docs as _docs  # noqa: F401 - docs list, docs show
-        from ragindex.cli import encoder_server as _encoder_server  # noqa: F401 - encoder-server
-        from ragindex.cli import eval as _eval  # noqa: F401
-        from ragindex.cli import manage as _manage  # noqa: F401 - repair, reindex, delete, update-chunk
-        from ragindex.cli import mcp as _mcp  # noqa: F401 - mcp
-        from ragindex.cli import models as _models  # noqa: F401 - models prepare
-        from ragindex.cli import service as _service  # noqa: F401 - serve, keys
-        from ragindex.cli import watch as _watch  # noqa: F401 - watch
-        from ragindex.cli import worker as _worker  # noqa: F401 - worker
-
+        register_commands(sys.argv[1:])
         app()
     except SystemExit as exc:  # click ends every command with one
         if exc.code is not None and not isinstance(exc.code, int):
@@ -233,6 +279,35 @@ def run() -> None:
         if code is None:
             raise
         leave(code)
+
+
+def _index_left_open() -> bool:
+    """Whether a read-only command left the embedded index open for the process's end (``engine_for``)."""
+    edge = sys.modules.get("ragindex.index.qdrant_edge")
+    return edge is not None and bool(edge.shards_left_open())
+
+
+def register_commands(args: list[str] | None = None) -> None:
+    """Import the module that registers the command named in ``args`` (every module when none is named)."""
+    import importlib
+
+    name = command_name(args or [])
+    modules = [COMMAND_MODULES[name]] if name in COMMAND_MODULES else sorted(set(COMMAND_MODULES.values()))
+    for module in modules:
+        importlib.import_module(f"ragindex.cli.{module}")
+
+
+def command_name(args: list[str]) -> str | None:
+    """The command in a ``ragindex`` command line: the first word after the global options (None: none, or help)."""
+    words = iter(args)
+    for word in words:
+        if word == "--data-dir":
+            next(words, None)
+        elif word in ("--help", "-h"):
+            return None
+        elif not word.startswith("-"):
+            return word
+    return None
 
 
 def leave(code: int) -> NoReturn:
@@ -247,7 +322,7 @@ def leave(code: int) -> NoReturn:
     service). With such a thread alive the command flushes its output and its log handlers and leaves with
     ``os._exit``; otherwise it exits as usual.
     """
-    if any(t.daemon and t.is_alive() for t in threading.enumerate()):
+    if any(t.daemon and t.is_alive() for t in threading.enumerate()) or _index_left_open():
         logging.shutdown()
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):

@@ -188,7 +188,7 @@ class _IngestProgress:
             MofNCompleteColumn(),
             TextColumn("{task.fields[rate]}"),
             TimeElapsedColumn(),
-            console=console,
+            console=console.get(),
             transient=True,
         )
         self.tasks: dict[str, Any] = {}
@@ -303,7 +303,7 @@ def search(
     """
 
     def body() -> None:
-        with engine_for() as engine:
+        with engine_for(read_only=True) as engine:
             result = engine.search(
                 query,
                 user_id=user_id,

@@ -11,14 +11,13 @@ from __future__ import annotations
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Group
-from rich.padding import Padding
-from rich.table import Table
-from rich.text import Text
-
 from ragindex.types import VectorKind
 
 if TYPE_CHECKING:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
     from ragindex.pipeline.sync import IngestReport
     from ragindex.pipeline.verify import VerifyReport
     from ragindex.types import Hit, SearchResult
@@ -51,11 +50,16 @@ def clean(value: object, *, multiline: bool = False) -> str:
 
 def cell(value: object, style: str = "") -> Text:
     """A table cell or a line of human output: :func:`clean` text that rich never reads as markup."""
+    from rich.text import Text
+
     return Text(clean(value), style=style)
 
 
 def ingest_table(report: IngestReport) -> Group:
     """Documents and chunks of an ingest, then every failed document with its error, and notes."""
+    from rich.console import Group
+    from rich.table import Table
+
     table = Table(title=f"ingest ({report.duration_ms / 1000:.2f} s)", show_header=True)
     table.add_column("documents")
     table.add_column("n", justify="right")
@@ -87,6 +91,9 @@ def _kind(hit: Hit) -> str:
 
 def search_table(query: str, result: SearchResult) -> Group:
     """Ranked hits, one block each: rank, score, source and location, per-source ranks, then the text."""
+    from rich.console import Group
+    from rich.text import Text
+
     parts: list[Any] = [cell(f"{result.mode} search: {query}", "bold")]
     for hit in result.hits:
         where = " ".join(
@@ -118,6 +125,9 @@ def search_table(query: str, result: SearchResult) -> Group:
 
 def _hit_body(hit: Hit) -> list[Any]:
     """A hit's text (the first 300 characters on one line), or its whole context with the text in bold."""
+    from rich.padding import Padding
+    from rich.text import Text
+
     out: list[Any] = []
     if hit.context is None:
         snippet = " ".join(hit.text.split())
@@ -140,6 +150,8 @@ def _hit_body(hit: Hit) -> list[Any]:
 
 def status_table(report: dict[str, Any]) -> Table:
     """Per set: documents per status and chunks per status of each vector kind."""
+    from rich.table import Table
+
     table = Table(title="status")
     for name in ("user", "set", "documents", *VectorKind):
         table.add_column(name)
@@ -160,6 +172,8 @@ def status_table(report: dict[str, Any]) -> Table:
 
 def scores_table(report: list[dict[str, Any]]) -> Table:
     """The score-drift watch: per source and fingerprint, the current window, the reference and the shift."""
+    from rich.table import Table
+
     table = Table(title="search scores (top-1 p10 / p50 / p90; top-10 p50)")
     for name in ("source", "fingerprint", "window", "searches", "top-1", "top-10 p50", "reference p50", "shift"):
         table.add_column(name)
@@ -186,6 +200,8 @@ def scores_table(report: list[dict[str, Any]]) -> Table:
 
 def verify_table(report: VerifyReport) -> Table:
     """One row per bucket: expected vs present, missing, orphans, unfinished, sections drifted from their chunks."""
+    from rich.table import Table
+
     table = Table(title=f"verify {report.collection or '(empty)'}: {'OK' if report.ok else 'MISMATCH'}")
     for name in ("bucket", "expected", "in index", "missing", "orphans", "unfinished", "drifted", "ok"):
         table.add_column(name)

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import ColumnElement, Connection, Engine, Table, create_engine, event, insert
-from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.sql import Executable
 
@@ -176,6 +175,9 @@ def clip_error(error: str | None) -> str | None:
 
 def insert_ignoring_duplicates(conn: Connection, table: Table) -> Executable:
     """INSERT that skips rows whose primary key exists (ON CONFLICT DO NOTHING, or a no-op update on MySQL)."""
+    # the dialects' insert constructs are imported here: a search (which never inserts) does not import them
+    from sqlalchemy.dialects import mysql, postgresql, sqlite
+
     name = conn.dialect.name
     if name == "postgresql":
         return postgresql.insert(table).on_conflict_do_nothing()
