@@ -221,3 +221,44 @@ def _reference(
         guarded(pin_body)
     elif not guarded(check_body):
         raise typer.Exit(EXIT_MISMATCH)
+
+
+@app.command("calibrate")
+def calibrate_command(
+    user_id: Annotated[int, typer.Option("--user-id", help="Tenant of the set.")] = 1,
+    set_id: Annotated[int, typer.Option("--set-id", help="The set to calibrate.")] = 1,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+) -> None:
+    """Measure the set's fusion weights on pseudo-queries drawn from its own documents, and record them.
+
+    An ingest does this by itself when the set (of 200+ documents) has no calibration or changed by half since
+    (RAGINDEX_FUSION_CALIBRATION); a hybrid search with the default fusion uses the weights and shows them in
+    each hit's scores.
+    """
+
+    def body() -> None:
+        with engine_for() as engine:
+            calibration = engine.calibrate_fusion(user_id=user_id, set_id=set_id, force=True)
+        if calibration is None:
+            raise InputError(f"set {set_id} of user {user_id} has no documents to calibrate on; ingest some first")
+        summary = {
+            "user_id": user_id,
+            "set_id": set_id,
+            "fusion": calibration.fusion,
+            "weights": dict(calibration.weights),
+            "documents": calibration.documents,
+            **dict(calibration.report),
+        }
+        if as_json:
+            emit_json(summary)
+        else:
+            weights = ", ".join(f"{k} {v:g}" for k, v in calibration.weights.items())
+            mrr = ", ".join(f"{k} {v:.3f}" for k, v in calibration.report.get("mrr@10", {}).items())
+            err.print(
+                clean(
+                    f"set {set_id}: {calibration.fusion} weights {weights} "
+                    f"({calibration.report.get('queries', 0)} pseudo-queries; MRR@10 alone: {mrr})"
+                )
+            )
+
+    guarded(body)

@@ -196,6 +196,11 @@ class RetrievalSettings(SettingsSection):
     rrf_weights: dict[str, float] = Field(
         default_factory=dict, description='Per-source RRF weights, e.g. `{"dense": 1.0, "bm25": 1.0}`.'
     )
+    fusion_calibration: bool = Field(
+        True,
+        description="Calibrate each set's fusion weights on pseudo-queries drawn from its own documents after an "
+        "ingest that changed it a lot (sets of 200+ documents); a hybrid search with the default fusion uses them.",
+    )
     expand: Literal["none", "neighbours", "section"] = Field(
         "section",
         description="Default `context` of each hit: `none`, `neighbours` (adjacent chunks) or `section` (its "
