@@ -58,7 +58,7 @@ def _records(path: Path, texts: list[str]) -> Path:
 @pytest.fixture(scope="module")
 def english(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     root = tmp_path_factory.mktemp("cal-en")
-    settings = Settings(_env_file=None, data_dir=root / "data", json_text_fields=["title", "text"])  # type: ignore[call-arg]
+    settings = Settings(_env_file=None, data_dir=root / "data", json_text_fields=["title", "text"])
     with Engine(settings) as engine:
         engine.ingest([PYFAQ / "corpus.jsonl"])
         yield engine
@@ -70,7 +70,7 @@ def random_dense(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
 
     root = tmp_path_factory.mktemp("cal-random")
     model = build_tiny_sentence_transformer(root / "tiny-random", seed=5)
-    settings = Settings(  # type: ignore[call-arg]
+    settings = Settings(
         _env_file=None, data_dir=root / "data", json_text_fields=["title", "text"], dense_model=str(model)
     )
     with Engine(settings) as engine:
@@ -162,7 +162,7 @@ def test_an_ingest_calibrates_a_large_enough_set_and_again_when_it_changed_by_ha
 ) -> None:
     monkeypatch.setattr(cal, "MIN_DOCUMENTS", 8)
     first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    settings = Settings(_env_file=None, data_dir=tmp_path / "data", dense_languages="all")  # type: ignore[call-arg]
+    settings = Settings(_env_file=None, data_dir=tmp_path / "data", dense_languages="all")
     with Engine(settings) as engine:
         engine.ingest([_records(tmp_path / "few.jsonl", CHINESE[:5])])
         assert engine.store.fusion_calibration(1, 1) is None  # below the minimum
@@ -174,7 +174,7 @@ def test_an_ingest_calibrates_a_large_enough_set_and_again_when_it_changed_by_ha
         engine.ingest([_records(second, CHINESE[10:])])  # 15 -> 25 documents
         again = engine.store.fusion_calibration(1, 1)
         assert again is not None and again.documents == 25 and again.created_at >= made.created_at
-    off = Settings(_env_file=None, data_dir=tmp_path / "off", fusion_calibration=False)  # type: ignore[call-arg]
+    off = Settings(_env_file=None, data_dir=tmp_path / "off", fusion_calibration=False)
     with Engine(off) as engine:
         engine.ingest([first, second])
         assert engine.store.fusion_calibration(1, 1) is None
