@@ -21,6 +21,7 @@ from ragindex.editing import ChunkEditing
 from ragindex.maintenance import Maintenance
 from ragindex.pipeline.catalog import CollectionCatalog
 from ragindex.pipeline.stopping import StopSignal
+from ragindex.retrieval.calibration import CalibrationCache
 from ragindex.types import GroupBy, VectorKind
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from ragindex.results import DeleteResult, StatusReport
     from ragindex.retrieval.drift import ScoreWatch
     from ragindex.retrieval.rerank import Reranker
-    from ragindex.store.records import ParsedDocument
+    from ragindex.store.records import FusionCalibration, ParsedDocument
     from ragindex.types import SearchResult
 
 log = logging.getLogger(__name__)
@@ -84,6 +85,7 @@ class Engine(ChunkEditing, Maintenance, Closing):
         self._parser: IsolatedParser | None = None  # its child process is reused by the next ingest
         self._parser_lock = threading.Lock()
         self._fields: dict[tuple[int, int], dict[str, FieldType]] = {}  # the sets' metadata field types (search)
+        self.calibrations = CalibrationCache(self.store)  # the sets' fusion weights (retrieval.calibration)
         self.score_watch: ScoreWatch | None = None  # search scores, saved off the search path (retrieval.drift)
         if self.settings.drift_enabled:
             from ragindex.retrieval.drift import ScoreWatch
@@ -280,7 +282,20 @@ class Engine(ChunkEditing, Maintenance, Closing):
                 self._parser_lock.release()
         self.owner.settle_runs(self.kinds, self.settings.indexing_stale_seconds)  # what a dead ingest left open
         self._maybe_optimize(user_id)
+        if self.settings.fusion_calibration:
+            self.calibrate_fusion(user_id=user_id, set_id=set_id, force=False)
         return report
+
+    def calibrate_fusion(self, *, user_id: int = 1, set_id: int = 1, force: bool = True) -> FusionCalibration | None:
+        """Measure the set's fusion weights on pseudo-queries from its own documents and record them.
+
+        Without ``force`` only when :func:`~ragindex.retrieval.calibration.needs_refresh` says so (no calibration
+        yet, or the set grew or shrank by half since); returns the set's calibration (None: too few documents).
+        See :mod:`ragindex.retrieval.calibration`.
+        """
+        from ragindex.retrieval.calibration import run_calibration
+
+        return run_calibration(self, user_id=user_id, set_id=set_id, force=force)
 
     def _checked_metadata(self, metadata: Mapping[str, Any] | None, user_id: int, set_id: int) -> dict[str, Any]:
         """An ingest's extra metadata in its stored form, checked against the set's field types."""
@@ -519,6 +534,7 @@ class Engine(ChunkEditing, Maintenance, Closing):
             bucket_count=self.settings.bucket_count,
             rrf_k=self.settings.rrf_k,
             rrf_weights=self.settings.rrf_weights,
+            calibration=self.calibrations.get(user_id, set_id) if self.settings.fusion_calibration else None,
             reranker=lambda: self.reranker,
             rerank_candidates=self.settings.rerank_candidates,
             enabled_sources=enabled_by_setting(self.settings.recall_enabled_sources),

@@ -181,10 +181,21 @@ class SearchMode(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class SourceScore:
-    """A hit's score and 1-based rank in one source list (dense, bm25, sparse)."""
+    """A hit's score and 1-based rank in one source list (dense, bm25, sparse).
+
+    ``weight``: the source's weight in the fusion when the set's calibration set one (None: unweighted).
+    """
 
     score: float
     rank: int
+    weight: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"score", "rank"}``, and ``weight`` when the fusion weighed the source."""
+        out: dict[str, Any] = {"score": self.score, "rank": self.rank}
+        if self.weight is not None:
+            out["weight"] = self.weight
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,7 +213,7 @@ class MergedHit:
             "chunk_id": self.chunk_id,
             "rank": self.rank,
             "score": self.score,
-            "scores": {k: {"score": v.score, "rank": v.rank} for k, v in self.scores.items()},
+            "scores": {k: v.to_dict() for k, v in self.scores.items()},
         }
 
 
@@ -263,7 +274,7 @@ class Hit:
             "text": self.text,
             "metadata": dict(self.metadata),
             "scores": {
-                **{k: {"score": v.score, "rank": v.rank} for k, v in self.scores.items()},
+                **{k: v.to_dict() for k, v in self.scores.items()},
                 **{k: {"skipped": reason} for k, reason in self.skipped.items()},
             },
         }

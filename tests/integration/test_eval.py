@@ -184,3 +184,63 @@ def test_metrics_equal_pytrec_eval_and_second_eval_embeds_nothing(dataset: Path,
     assert reports[1].chunks["embedded"] == 0
     assert reports[1].documents["added"] == reports[1].documents["changed"] == 0
     assert again[0].metrics == results[2].metrics
+
+
+def test_cli_eval_baseline_runs_the_whole_document_baseline_and_prints_the_deltas(
+    dataset: Path, tmp_path: Path
+) -> None:
+    data_dir = str(tmp_path / "d")
+    args = ["--data-dir", data_dir, "eval", str(dataset), "--modes", "dense,bm25,hybrid,hybrid:rrf", "--baseline"]
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    payload: list[dict[str, Any]] = json.loads(result.stdout)
+    modes = [entry["mode"] for entry in payload]
+    assert modes == ["dense", "bm25", "hybrid", "hybrid:rrf", "baseline:dense", "baseline:bm25", "baseline:rrf"]
+    rows = {entry["mode"]: entry for entry in payload}
+    counterpart = {"dense": "baseline:dense", "bm25": "baseline:bm25", "hybrid": "baseline:rrf"}
+    for mode in ("dense", "bm25", "hybrid", "hybrid:rrf"):
+        vs = rows[mode]["vs_baseline"]
+        assert vs["mode"] == counterpart[mode.split(":")[0]]
+        for name in ("ndcg@10", "recall@10", "recall@100", "mrr@10"):
+            assert vs[name] == pytest.approx(rows[mode][name] - rows[vs["mode"]][name], abs=2e-4)
+    for name in ("baseline:dense", "baseline:bm25", "baseline:rrf"):
+        assert rows[name]["latency_ms"] == {} and "vs_baseline" not in rows[name]
+        assert rows[name]["queries"] == len(QUERIES) and 0 < rows[name]["ndcg@10"] <= 1
+    # every document here is one chunk whose text is the whole record: the same model on the same text ranks alike
+    assert rows["baseline:dense"]["ndcg@10"] == pytest.approx(rows["dense"]["ndcg@10"], abs=1e-4)
+
+    table = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert table.exit_code == 0, table.output
+    assert "baseline:rrf" in table.stdout and "against the whole-document baseline" in table.stdout
+    assert "Δ nDCG@10" in table.stdout
+    refused = CliRunner().invoke(app, ["--data-dir", data_dir, "eval", "--reference", "x.json", "--baseline"])
+    assert refused.exit_code == 2 and "--baseline" in refused.output
+
+
+def test_baseline_bm25_counts_terms_and_ranks_by_whole_document_bm25(dataset: Path) -> None:
+    from ragindex.eval.baseline import bm25_ranking, documents, term_frequencies
+
+    (counts,) = term_frequencies(["lantern lantern lantern harbor"])
+    assert sorted(counts.values()) == [1.0, 3.0]
+    loaded = load_dataset(dataset)
+    docs = documents(loaded)
+    assert [d for d, _ in docs] == list(DOCS) and docs[0][1] == f"{DOCS['d1'][0]}\n\n{DOCS['d1'][1]}"
+    ranking = bm25_ranking(docs, {"q": "espresso crema"}, 5)
+    assert [d for d, _ in ranking["q"]][:2] == ["d4", "d3"]  # d4 has both terms
+    assert all(score > 0 for _, score in ranking["q"])  # documents without a query term are not ranked
+
+
+def test_cli_eval_baseline_on_a_small_real_corpus(tmp_path: Path) -> None:
+    """60 answers of the Python FAQ and 40 of its questions (tests/fixtures/pyfaq): the whole CLI path."""
+    pyfaq = Path(__file__).resolve().parents[1] / "fixtures" / "pyfaq"
+    args = ["--data-dir", str(tmp_path / "d"), "eval", str(pyfaq), "--modes", "dense,bm25,hybrid", "--baseline"]
+    result = CliRunner().invoke(app, [*args, "--top-k", "10", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {entry["mode"]: entry for entry in json.loads(result.stdout)}
+    assert list(rows) == ["dense", "bm25", "hybrid", "baseline:dense", "baseline:bm25", "baseline:rrf"]
+    assert all(entry["queries"] == 40 for entry in rows.values())
+    for mode, other in (("dense", "baseline:dense"), ("bm25", "baseline:bm25"), ("hybrid", "baseline:rrf")):
+        delta = rows[mode]["vs_baseline"]
+        assert delta["mode"] == other
+        assert delta["ndcg@10"] == pytest.approx(rows[mode]["ndcg@10"] - rows[other]["ndcg@10"], abs=2e-4)
+    assert min(rows[m]["ndcg@10"] for m in rows) > 0.3  # a real corpus the models understand: no near-zero row

@@ -174,7 +174,7 @@ def test_empty_inputs() -> None:
 
 def test_fuse_selects_by_name_passes_only_accepted_options_and_truncates() -> None:
     assert fuse("rrf", LISTS, k=10, weights={"dense": 2.0}) == rrf(LISTS, k=10, weights={"dense": 2.0})
-    assert fuse("dbsf", LISTS, k=10, weights={"dense": 2.0}) == dbsf(LISTS)
+    assert fuse("dbsf", LISTS, k=10, weights={"dense": 2.0}) == dbsf(LISTS, weights={"dense": 2.0})
     assert fuse("combine", LISTS, limit=2) == combine_dedup(LISTS)[:2]
     assert fuse("boost", LISTS, boost_weight=1.0, primary="bm25") == boost_only(LISTS, primary="bm25", boost_weight=1.0)
     assert fuse("rrf", LISTS, limit=0) == []

@@ -45,7 +45,7 @@ class StructureChunker:
 
     Args:
         tokenizer: The dense model's tokenizer.
-        max_tokens: Tokens per chunk (the seed uses 480).
+        max_tokens: Tokens per chunk (the seed uses 480); 0: the encoder's window (``max_length - 2``).
         overlap_tokens: Token overlap between the pieces of a split section.
 
     Raises:
@@ -55,11 +55,12 @@ class StructureChunker:
     name: str = "structure"
 
     def __init__(self, tokenizer: Tokenizer, max_tokens: int = 480, overlap_tokens: int = 0) -> None:
-        if max_tokens < 1:
-            raise ConfigurationError(f"chunk_tokens must be at least 1, got {max_tokens}", field="chunk_tokens")
+        if max_tokens < 0:
+            raise ConfigurationError(f"chunk_tokens must be at least 0, got {max_tokens}", field="chunk_tokens")
         capacity = tokenizer.max_length - SPECIAL_TOKENS
         if capacity < 1:
             raise ConfigurationError(f"the tokenizer's max_length ({tokenizer.max_length}) leaves no room for text")
+        max_tokens = max_tokens or capacity  # 0: the encoder's whole window
         self.tokenizer = tokenizer
         self.max_tokens = max_tokens
         self.overlap_tokens = overlap_tokens

@@ -74,6 +74,14 @@ def eval_command(
         float | None,
         typer.Option("--max-score-shift", min=0, help="Default: RAGINDEX_DRIFT_MAX_SCORE_SHIFT (0.1)."),
     ] = None,
+    baseline: Annotated[
+        bool,
+        typer.Option(
+            "--baseline",
+            help="Also run the whole-document baseline (the same dense model and BM25 with k1 1.5 on whole "
+            "documents, fused by RRF k=60) on the same queries and print each mode's difference from it.",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Ingest a BEIR corpus into its own set (incremental: a rerun embeds nothing) and score every test query.
@@ -83,14 +91,23 @@ def eval_command(
     --min-overlap or the mean score shift over --max-score-shift.
     """
     if reference is not None:
-        if dataset_dir is not None or limit_queries is not None:
-            guarded(_refuse("a dataset directory and --limit-queries do not go with --reference"))
+        if dataset_dir is not None or limit_queries is not None or baseline:
+            guarded(_refuse("a dataset directory, --limit-queries and --baseline do not go with --reference"))
         _reference(reference, pin, modes, top_k, user_id, set_id, min_overlap, max_score_shift, as_json)
         return
     if dataset_dir is None or pin is not None:
         guarded(_refuse("give a BEIR dataset directory, or --reference FILE (with --pin QUERIES to write it)"))
     assert dataset_dir is not None  # _refuse exited otherwise
-    _beir(dataset_dir, modes or "dense,bm25,hybrid", top_k or 100, user_id, set_id or 9001, limit_queries, as_json)
+    _beir(
+        dataset_dir,
+        modes or "dense,bm25,hybrid",
+        top_k or 100,
+        user_id,
+        set_id or 9001,
+        limit_queries,
+        as_json,
+        baseline=baseline,
+    )
 
 
 def _refuse(message: str) -> Callable[[], None]:
@@ -101,9 +118,17 @@ def _refuse(message: str) -> Callable[[], None]:
 
 
 def _beir(
-    dataset_dir: Path, modes: str, top_k: int, user_id: int, set_id: int, limit_queries: int | None, as_json: bool
+    dataset_dir: Path,
+    modes: str,
+    top_k: int,
+    user_id: int,
+    set_id: int,
+    limit_queries: int | None,
+    as_json: bool,
+    *,
+    baseline: bool = False,
 ) -> None:
-    from ragindex.eval.report import eval_json, eval_table
+    from ragindex.eval.report import delta_table, eval_json, eval_table
     from ragindex.eval.runner import run_eval
 
     def on_ingest(report: IngestReport) -> None:
@@ -125,12 +150,16 @@ def _beir(
                 user_id=user_id,
                 set_id=set_id,
                 limit_queries=limit_queries,
+                baseline=baseline,
                 on_ingest=on_ingest,
             )
         if as_json:
             emit_json(eval_json(results))
         else:
             console.print(eval_table(results, title=clean(f"eval {dataset_dir.name}")))
+            deltas = delta_table(results)
+            if deltas is not None:
+                console.print(deltas)
 
     guarded(body)
 
@@ -192,3 +221,44 @@ def _reference(
         guarded(pin_body)
     elif not guarded(check_body):
         raise typer.Exit(EXIT_MISMATCH)
+
+
+@app.command("calibrate")
+def calibrate_command(
+    user_id: Annotated[int, typer.Option("--user-id", help="Tenant of the set.")] = 1,
+    set_id: Annotated[int, typer.Option("--set-id", help="The set to calibrate.")] = 1,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+) -> None:
+    """Measure the set's fusion weights on pseudo-queries drawn from its own documents, and record them.
+
+    An ingest does this by itself when the set (of 200+ documents) has no calibration or changed by half since
+    (RAGINDEX_FUSION_CALIBRATION); a hybrid search with the default fusion uses the weights and shows them in
+    each hit's scores.
+    """
+
+    def body() -> None:
+        with engine_for() as engine:
+            calibration = engine.calibrate_fusion(user_id=user_id, set_id=set_id, force=True)
+        if calibration is None:
+            raise InputError(f"set {set_id} of user {user_id} has no documents to calibrate on; ingest some first")
+        summary = {
+            "user_id": user_id,
+            "set_id": set_id,
+            "fusion": calibration.fusion,
+            "weights": dict(calibration.weights),
+            "documents": calibration.documents,
+            **dict(calibration.report),
+        }
+        if as_json:
+            emit_json(summary)
+        else:
+            weights = ", ".join(f"{k} {v:g}" for k, v in calibration.weights.items())
+            mrr = ", ".join(f"{k} {v:.3f}" for k, v in calibration.report.get("mrr@10", {}).items())
+            err.print(
+                clean(
+                    f"set {set_id}: {calibration.fusion} weights {weights} "
+                    f"({calibration.report.get('queries', 0)} pseudo-queries; MRR@10 alone: {mrr})"
+                )
+            )
+
+    guarded(body)

@@ -180,7 +180,10 @@ def _scores(raw: Mapping[str, Any]) -> tuple[dict[str, SourceScore], dict[str, s
         if "skipped" in value:
             skipped[source] = str(value["skipped"])
         else:
-            scores[source] = SourceScore(score=float(value["score"]), rank=int(value["rank"]))
+            weight = value.get("weight")
+            scores[source] = SourceScore(
+                score=float(value["score"]), rank=int(value["rank"]), weight=None if weight is None else float(weight)
+            )
     return scores, skipped
 
 

@@ -143,7 +143,11 @@ class ChunkingSettings(SettingsSection):
     chunker: ChunkerName = Field("recursive", description="`fixed` (chars), `recursive` (chars) or `structure`.")
     chunk_size: int = Field(512, ge=16, description="Characters per chunk for `fixed` and `recursive`.")
     chunk_overlap: int = Field(64, ge=0, description="Character overlap for `fixed` and `recursive`.")
-    chunk_tokens: int = Field(480, ge=16, description="Tokens per chunk for `structure` (capped at the model's max).")
+    chunk_tokens: int = Field(
+        480,
+        ge=0,
+        description="Tokens per chunk for `structure` (capped at the model's max); 0: the dense model's window.",
+    )
     chunk_token_overlap: int = Field(0, ge=0, description="Token overlap when `structure` must split a section.")
     section_max_chars: int = Field(
         4000,
@@ -163,7 +167,7 @@ class ChunkingSettings(SettingsSection):
             raise ValueError(
                 f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
             )
-        if self.chunk_token_overlap >= self.chunk_tokens:
+        if self.chunk_tokens and self.chunk_token_overlap >= self.chunk_tokens:
             raise ValueError("chunk_token_overlap must be smaller than chunk_tokens")
         return self
 
@@ -195,6 +199,11 @@ class RetrievalSettings(SettingsSection):
     rrf_k: int = Field(60, ge=1, description="RRF constant k.")
     rrf_weights: dict[str, float] = Field(
         default_factory=dict, description='Per-source RRF weights, e.g. `{"dense": 1.0, "bm25": 1.0}`.'
+    )
+    fusion_calibration: bool = Field(
+        True,
+        description="Calibrate each set's fusion weights on pseudo-queries drawn from its own documents after an "
+        "ingest that changed it a lot (sets of 200+ documents); a hybrid search with the default fusion uses them.",
     )
     expand: Literal["none", "neighbours", "section"] = Field(
         "section",

@@ -10,7 +10,9 @@ from rich.table import Table
 from ragindex.eval.reference import RecheckReport
 from ragindex.eval.runner import REPORTED, ModeResult
 
-__all__ = ["eval_json", "eval_table", "markdown_table", "recheck_table"]
+__all__ = ["delta_table", "eval_json", "eval_table", "markdown_table", "recheck_table"]
+
+BASELINE_PREFIX = "baseline:"
 
 _HEADERS = {"ndcg@10": "nDCG@10", "recall@10": "recall@10", "recall@100": "recall@100", "mrr@10": "MRR@10"}
 
@@ -30,14 +32,32 @@ def eval_table(results: Sequence[ModeResult], title: str = "eval") -> Table:
     table.add_column("p50 ms", justify="right")
     table.add_column("p95 ms", justify="right")
     table.add_column("units", overflow="fold")
+    previous = ""
     for result in results:
+        if result.mode.startswith(BASELINE_PREFIX) and not previous.startswith(BASELINE_PREFIX):
+            table.add_section()
+        previous = result.mode
         table.add_row(
             result.mode,
             *(f"{result.metrics[name]:.4f}" for name in REPORTED),
-            f"{result.latency_ms['p50']:.1f}",
-            f"{result.latency_ms['p95']:.1f}",
+            *(f"{result.latency_ms[p]:.1f}" if p in result.latency_ms else "-" for p in ("p50", "p95")),
             " ".join(f"{source}:{unit}" for source, unit in result.units.items()),
         )
+    return table
+
+
+def delta_table(results: Sequence[ModeResult]) -> Table | None:
+    """With ``--baseline``: per mode, its difference from its baseline counterpart (+ is the engine ahead)."""
+    compared = [r for r in results if r.baseline is not None]
+    if not compared:
+        return None
+    table = Table(title="against the whole-document baseline (engine - baseline)")
+    table.add_column("mode")
+    table.add_column("baseline")
+    for name in REPORTED:
+        table.add_column(f"Δ {_HEADERS[name]}", justify="right")
+    for result in compared:
+        table.add_row(result.mode, result.baseline, *(f"{result.delta[name]:+.4f}" for name in REPORTED))
     return table
 
 
@@ -49,7 +69,8 @@ def markdown_table(results: Sequence[ModeResult] | Sequence[dict[str, Any]]) -> 
     body = [
         f"| {r['mode']} | "
         + " | ".join(f"{r[n]:.4f}" for n in REPORTED)
-        + f" | {r['latency_ms']['p50']:.1f} | {r['latency_ms']['p95']:.1f} |"
+        + "".join(f" | {r['latency_ms'][p]:.1f}" if p in r["latency_ms"] else " | -" for p in ("p50", "p95"))
+        + " |"
         for r in rows
     ]
     return "\n".join([head, rule, *body])

@@ -78,10 +78,14 @@ class ModeResult:
     top_k: int
     run: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
     units: dict[str, str] = field(default_factory=dict)
+    baseline: str | None = None
+    """With ``--baseline``: the baseline row this mode is compared with (``baseline:rrf`` for hybrid)."""
+    delta: dict[str, float] = field(default_factory=dict)
+    """With ``--baseline``: this mode's metric minus the baseline row's, per reported metric."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON entry printed by ``ragindex eval --json`` (the run itself is left out)."""
-        return {
+        entry: dict[str, Any] = {
             "mode": self.mode,
             **{name: round(self.metrics[name], 4) for name in REPORTED},
             "latency_ms": {k: round(v, 2) for k, v in self.latency_ms.items()},
@@ -89,6 +93,9 @@ class ModeResult:
             "top_k": self.top_k,
             "units": dict(self.units),
         }
+        if self.baseline is not None:
+            entry["vs_baseline"] = {"mode": self.baseline, **{k: round(v, 4) for k, v in self.delta.items()}}
+        return entry
 
 
 def parse_modes(text: str | Sequence[str]) -> list[ModeSpec]:
@@ -242,6 +249,7 @@ def run_eval(
     set_id: int = 9001,
     limit_queries: int | None = None,
     *,
+    baseline: bool = False,
     on_ingest: Callable[[IngestReport], None] | None = None,
     progress: ProgressFn | None = None,
 ) -> list[ModeResult]:
@@ -255,6 +263,9 @@ def run_eval(
         user_id: Tenant of the eval set.
         set_id: The eval set.
         limit_queries: Evaluate only the first N test queries.
+        baseline: Also run the whole-document baseline (:mod:`ragindex.eval.baseline`) on the same queries: its
+            rows (``baseline:dense``, ``baseline:bm25``, ``baseline:rrf``) follow the modes', and each mode
+            carries its difference from its counterpart (``delta``).
         on_ingest: Called with the ingest report (``chunks.embedded`` is 0 when nothing changed).
         progress: Ingest progress callback.
 
@@ -271,4 +282,14 @@ def run_eval(
     report = ingest_dataset(engine, dataset, user_id=user_id, set_id=set_id, progress=progress)
     if on_ingest is not None:
         on_ingest(report)
-    return [run_mode(engine, dataset, spec, top_k=top_k, user_id=user_id, set_id=set_id) for spec in specs]
+    results = [run_mode(engine, dataset, spec, top_k=top_k, user_id=user_id, set_id=set_id) for spec in specs]
+    if not baseline:
+        return results
+    from ragindex.eval.baseline import baseline_delta, run_baseline
+
+    baselines = run_baseline(engine, dataset, top_k=top_k)
+    for result in results:
+        compared = baseline_delta(result, baselines)
+        if compared is not None:
+            result.baseline, result.delta = compared
+    return results + baselines

@@ -98,16 +98,7 @@ def rrf(lists: RankedLists, *, k: int = 60, weights: Mapping[str, float] | None 
     """
     if isinstance(k, bool) or k < 1:
         raise ValidationError("k", f"the RRF rank constant must be an integer of at least 1, got {k!r}")
-    weights = dict(weights or {})
-    unknown = sorted(set(weights) - set(lists))
-    if unknown:
-        valid = ", ".join(sorted(lists)) or "(none)"
-        raise ValidationError("weights", f"no candidate list for source(s) {', '.join(unknown)}; valid: {valid}")
-    negative = sorted(name for name, weight in weights.items() if not weight >= 0)
-    if negative:
-        raise ValidationError(
-            "weights", f"weights must be >= 0 (0 removes a source); got {negative[0]}={weights[negative[0]]}"
-        )
+    weights = _checked_weights(lists, weights)
 
     scores: dict[str, float] = {}
     for name in _ordered_sources(lists):
@@ -116,6 +107,21 @@ def rrf(lists: RankedLists, *, k: int = 60, weights: Mapping[str, float] | None 
             contribution = 0.0 if weight == 0 else 1.0 / (rank / weight + k - 1)
             scores[item_id] = scores.get(item_id, 0.0) + contribution
     return _sorted(scores, _provenance(lists))
+
+
+def _checked_weights(lists: RankedLists, weights: Mapping[str, float] | None) -> dict[str, float]:
+    """``weights`` as a dict, refusing a source without a list and a negative weight."""
+    checked = dict(weights or {})
+    unknown = sorted(set(checked) - set(lists))
+    if unknown:
+        valid = ", ".join(sorted(lists)) or "(none)"
+        raise ValidationError("weights", f"no candidate list for source(s) {', '.join(unknown)}; valid: {valid}")
+    negative = sorted(name for name, weight in checked.items() if not weight >= 0)
+    if negative:
+        raise ValidationError(
+            "weights", f"weights must be >= 0 (0 removes a source); got {negative[0]}={checked[negative[0]]}"
+        )
+    return checked
 
 
 def _distribution_normalised(candidates: list[tuple[str, float, int]]) -> list[float]:
@@ -133,8 +139,8 @@ def _distribution_normalised(candidates: list[tuple[str, float, int]]) -> list[f
     return [(value - low) / (high - low) for value in values]
 
 
-def dbsf(lists: RankedLists) -> list[Fused]:
-    """Distribution-based score fusion, exactly as Qdrant computes ``Fusion.Dbsf``.
+def dbsf(lists: RankedLists, *, weights: Mapping[str, float] | None = None) -> list[Fused]:
+    """Distribution-based score fusion, exactly as Qdrant computes ``Fusion.Dbsf`` (without ``weights``).
 
     Per source, each raw score ``s`` becomes ``(s - (μ - 3σ)) / 6σ`` where ``μ`` is the mean and ``σ`` the
     *sample* standard deviation (n − 1) of that list's scores; a list of one item, or whose scores are all equal,
@@ -142,19 +148,29 @@ def dbsf(lists: RankedLists) -> list[Fused]:
     score more than 3σ from the mean (possible in lists longer than 10) normalises outside ``[0, 1]``.
     Empty lists are skipped.
 
+    ``weights`` multiply each source's normalised scores before the sum (a set's calibration,
+    :mod:`ragindex.retrieval.calibration`); a source not named weighs 1.0, and 0 removes its contribution (its items
+    are still returned, as with RRF).
+
     Args:
         lists: Per source, ``(id, raw score)`` in rank order; higher raw scores must mean better.
+        weights: Optional weight per source name (>= 0).
 
     Returns:
         The fused items, best first.
+
+    Raises:
+        ValidationError: A negative weight, or a weight for a source that is not in ``lists``.
     """
+    weights = _checked_weights(lists, weights)
     scores: dict[str, float] = {}
     for name in _ordered_sources(lists):
         candidates = _dedup(lists[name])
         if not candidates:
             continue
+        weight = float(weights.get(name, 1.0))
         for (item_id, _score, _rank), normalised in zip(candidates, _distribution_normalised(candidates), strict=True):
-            scores[item_id] = scores.get(item_id, 0.0) + normalised
+            scores[item_id] = scores.get(item_id, 0.0) + weight * normalised
     return _sorted(scores, _provenance(lists))
 
 
@@ -247,14 +263,14 @@ def fuse(
 ) -> list[Fused]:
     """Fuse ``lists`` with the fusion called ``name`` and keep the best ``limit`` items.
 
-    Each fusion receives only the options it takes (``k`` and ``weights`` go to ``rrf``; ``primary`` and
-    ``boost_weight`` to ``boost``); the others are ignored.
+    Each fusion receives only the options it takes (``k`` goes to ``rrf``, ``weights`` to ``rrf`` and ``dbsf``,
+    ``primary`` and ``boost_weight`` to ``boost``); the others are ignored.
 
     Args:
         name: One of ``boost``, ``combine``, ``dbsf``, ``rrf``.
         lists: Per source, ``(id, raw score)`` in rank order.
         k: RRF rank constant.
-        weights: RRF weight per source name.
+        weights: Weight per source name (``rrf``, ``dbsf``).
         primary: The source whose items ``boost`` keeps.
         boost_weight: The multiplier of ``boost``'s normalised boosts.
         limit: Keep at most this many items (all when None).

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, replace
 from typing import Any
 
 from ragindex.encoders.protocol import DenseEncoder, SparseEncoder
@@ -38,7 +38,7 @@ from ragindex.retrieval.rerank import Reranker
 from ragindex.retrieval.sources import SourceFailures, resolve
 from ragindex.retrieval.terms import best_match, query_terms
 from ragindex.store.protocol import ChunkStore
-from ragindex.store.records import ChunkText, ChunkView
+from ragindex.store.records import ChunkText, ChunkView, FusionCalibration
 from ragindex.types import (
     CHUNK_FIELDS,
     BBox,
@@ -71,6 +71,8 @@ class Retriever:
         bucket_count: Tenant buckets.
         rrf_k: RRF constant.
         rrf_weights: Per-source RRF weights.
+        calibration: The set's fusion calibration (:mod:`~ragindex.retrieval.calibration`): a hybrid search with its
+            fusion applies its weights (over ``rrf_weights``) and shows each source's weight in the hits' scores.
         reranker: Callable returning the reranker (created lazily: called only when a request reranks).
         rerank_candidates: Live (backfilled) fused candidates the reranker scores.
         enabled_sources: The sources searches may run (``RAGINDEX_RECALL_ENABLED_SOURCES``); None: every
@@ -88,6 +90,7 @@ class Retriever:
     bucket_count: int
     rrf_k: int = 60
     rrf_weights: Mapping[str, float] | None = None
+    calibration: FusionCalibration | None = None
     reranker: Callable[[], Reranker] | None = None
     rerank_candidates: int = 50
     enabled_sources: tuple[str, ...] | None = None
@@ -230,12 +233,31 @@ class Retriever:
             keep = per_source - request.top_k  # top_k + 10 on the first round: the margin covers a few ghosts
             lists = {s: items if s == VectorKind.DENSE else items[:keep] for s, items in lists.items()}
         ranked, pending = self._chunk_lists(lists)
-        weights = {s: w for s, w in (self.rrf_weights or {}).items() if s in ranked} or None
+        weights, calibrated = self._weights(request.fusion, ranked)
         fused = fuse(request.fusion, ranked, k=self.rrf_k, weights=weights) if hybrid else _single(ranked)
+        if hybrid and calibrated:
+            fused = [_weighed(item, calibrated) for item in fused]
         latency["fuse"] = latency.get("fuse", 0.0) + _ms(t0)
         if watch and hybrid:
             self._watch("fused", [item.score for item in fused], fusion=request.fusion, sources=tuple(lists))
         return fused, full, pending
+
+    def _weights(
+        self, fusion: str, ranked: Mapping[str, Sequence[Candidate]]
+    ) -> tuple[dict[str, float] | None, dict[str, float]]:
+        """The fusion's weights over the sources in ``ranked``, and the calibrated ones among them (shown in scores).
+
+        A set's calibration applies to its own fusion; without one (or with all weights 1.0, which fuse as none)
+        ``rrf`` takes ``rrf_weights`` and the other fusions none.
+        """
+        cal = self.calibration
+        if cal is not None and cal.fusion == fusion and len(ranked) > 1:
+            weights = {s: float(w) for s, w in cal.weights.items() if s in ranked}
+            if any(w != 1.0 for w in weights.values()):
+                return weights, weights
+        if fusion != "rrf":
+            return None, {}
+        return {s: w for s, w in (self.rrf_weights or {}).items() if s in ranked} or None, {}
 
     def _backfill(
         self,
@@ -522,6 +544,12 @@ def _hit_metadata(view: ChunkView) -> dict[str, Any]:
     own = {k: v for k, v in view.chunk.metadata.items() if k not in ("bbox", CHUNK_FIELDS)}
     fields = view.chunk.metadata.get(CHUNK_FIELDS) or {}
     return {**view.doc_metadata, **own, **fields}
+
+
+def _weighed(item: Fused, weights: Mapping[str, float]) -> Fused:
+    """``item`` with each source's calibrated weight on its score."""
+    sources = {k: replace(v, weight=weights[k]) if k in weights else v for k, v in item.sources.items()}
+    return replace(item, sources=sources)
 
 
 def _ms(since: float) -> float:

@@ -367,6 +367,9 @@ class SourceScoreOut(_Out):
     score: float | None = None
     rank: int | None = None
     skipped: str | None = Field(None, description="Why the source did not run (the language guard).")
+    weight: float | None = Field(
+        None, description="The source's weight in the fusion, when the set's fusion calibration set one."
+    )
 
 
 class HitOut(_Out):

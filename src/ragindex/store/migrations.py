@@ -134,6 +134,11 @@ def m014_metadata_fields(conn: Connection) -> None:
     schema.metadata_fields.create(conn, checkfirst=True)
 
 
+def m016_fusion_calibrations(conn: Connection) -> None:
+    """Each set's fusion calibration: ``fusion_calibrations`` (see :mod:`ragindex.retrieval.calibration`)."""
+    schema.fusion_calibrations.create(conn, checkfirst=True)
+
+
 def _create_missing_index(conn: Connection, table: Table, name: str) -> None:
     """Create index ``name`` of ``schema.py``'s ``table`` unless the database has it."""
     if name not in {i["name"] for i in inspect(conn).get_indexes(table.name)}:
@@ -169,6 +174,7 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("m011_purge_scan_index", m011_purge_scan_index),
     ("m012_score_stats", m012_score_stats),
     ("m014_metadata_fields", m014_metadata_fields),
+    ("m016_fusion_calibrations", m016_fusion_calibrations),
 )
 
 

@@ -26,6 +26,7 @@ from ragindex.store.records import (
     Claim,
     DocumentFilter,
     DocumentRow,
+    FusionCalibration,
     IndexMeta,
     NewDocument,
     NewOwner,
@@ -494,6 +495,18 @@ class MetadataFieldStore(Protocol):
         ...
 
 
+class CalibrationStore(Protocol):
+    """Each set's fusion calibration (:mod:`ragindex.retrieval.calibration`)."""
+
+    def fusion_calibration(self, user_id: int, set_id: int) -> FusionCalibration | None:
+        """The set's calibration, or None when it has none."""
+        ...
+
+    def save_fusion_calibration(self, calibration: FusionCalibration) -> None:
+        """Record ``calibration`` as its set's, replacing the one before."""
+        ...
+
+
 class TruthStore(
     DocumentStore,
     MetadataFieldStore,
@@ -506,6 +519,7 @@ class TruthStore(
     EmbeddingCacheStore,
     ReconcileStore,
     ScoreStatsStore,
+    CalibrationStore,
     Protocol,
 ):
     """Every role of the truth store, as the pipeline and the engine use it."""

@@ -391,3 +391,20 @@ class ScoreWindow:
     started_at: datetime
     updated_at: datetime
     closed_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class FusionCalibration:
+    """A set's fusion weights, measured on pseudo-queries drawn from its own documents (no human labels).
+
+    ``weights``: source -> weight for ``fusion`` (all 1.0: fuse as without a calibration); ``documents``: the set's
+    documents when measured; ``report``: what was measured (queries, each candidate's score).
+    """
+
+    user_id: int
+    set_id: int
+    fusion: str
+    weights: Mapping[str, float]
+    documents: int
+    report: Mapping[str, Any]
+    created_at: datetime

@@ -296,3 +296,18 @@ metadata_fields = table(
     Column("created_at", Timestamp, nullable=False),
     PrimaryKeyConstraint("user_id", "set_id", "name"),
 )
+
+# m016: each set's fusion calibration (ragindex.retrieval.calibration): the per-source fusion weights measured on
+# pseudo-queries drawn from the set's own documents, and how many documents the set had then (a later ingest that
+# changes the set a lot measures them again).
+fusion_calibrations = table(
+    "fusion_calibrations",
+    metadata,
+    *tenant(),
+    Column("fusion", String(16), nullable=False),
+    Column("weights", JSON, nullable=False),  # source -> weight
+    Column("documents", BigInteger, nullable=False),
+    Column("report", JSON, nullable=False),  # what was measured: queries, the score of each candidate
+    Column("created_at", Timestamp, nullable=False),
+    PrimaryKeyConstraint("user_id", "set_id"),
+)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ragindex.store.sql.cache import SqlEmbeddingCache
+from ragindex.store.sql.calibrations import SqlFusionCalibrations
 from ragindex.store.sql.chunk_reads import SqlChunkReads
 from ragindex.store.sql.chunks import SqlChunkWrites
 from ragindex.store.sql.collections import SqlCollections
@@ -29,6 +30,7 @@ class SqlTruthStore(
     SqlReconcile,
     SqlParsedDocuments,
     SqlScoreStats,
+    SqlFusionCalibrations,
 ):
     """The truth store on SQL (SQLite by default; MySQL/MariaDB and PostgreSQL through the same code).
 
