@@ -220,6 +220,7 @@ def run() -> None:
         from ragindex.cli import mcp as _mcp  # noqa: F401 - mcp
         from ragindex.cli import models as _models  # noqa: F401 - models prepare
         from ragindex.cli import service as _service  # noqa: F401 - serve, keys
+        from ragindex.cli import transfer as _transfer  # noqa: F401 - export, import, migrate
         from ragindex.cli import watch as _watch  # noqa: F401 - watch
         from ragindex.cli import worker as _worker  # noqa: F401 - worker
 

@@ -134,6 +134,11 @@ def m014_metadata_fields(conn: Connection) -> None:
     schema.metadata_fields.create(conn, checkfirst=True)
 
 
+def m015_imports(conn: Connection) -> None:
+    """The imports of export archives, per archive and set: ``imports`` (see :mod:`ragindex.transfer`)."""
+    schema.imports.create(conn, checkfirst=True)
+
+
 def _create_missing_index(conn: Connection, table: Table, name: str) -> None:
     """Create index ``name`` of ``schema.py``'s ``table`` unless the database has it."""
     if name not in {i["name"] for i in inspect(conn).get_indexes(table.name)}:
@@ -169,6 +174,7 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("m011_purge_scan_index", m011_purge_scan_index),
     ("m012_score_stats", m012_score_stats),
     ("m014_metadata_fields", m014_metadata_fields),
+    ("m015_imports", m015_imports),
 )
 
 

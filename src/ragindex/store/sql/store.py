@@ -15,6 +15,7 @@ from ragindex.store.sql.parsed import SqlParsedDocuments
 from ragindex.store.sql.reconcile import SqlReconcile
 from ragindex.store.sql.runs import SqlRuns
 from ragindex.store.sql.scores import SqlScoreStats
+from ragindex.store.sql.transfer import SqlTransfer
 
 
 class SqlTruthStore(
@@ -29,6 +30,7 @@ class SqlTruthStore(
     SqlReconcile,
     SqlParsedDocuments,
     SqlScoreStats,
+    SqlTransfer,
 ):
     """The truth store on SQL (SQLite by default; MySQL/MariaDB and PostgreSQL through the same code).
 
