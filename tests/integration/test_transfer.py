@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from dbkit import throwaway_database
-from faults.faultkit import CHUNK_OVERLAP, CHUNK_SIZE, CORPUS, write_corpus
+from faults.faultkit import CHUNK_OVERLAP, CHUNK_SIZE, CORPUS, run_cli, write_corpus
 from ragindex.config.settings import Settings
 from ragindex.engine import Engine
 from ragindex.errors import ArchiveError, FingerprintMismatchError, SetConflictError
@@ -205,3 +205,28 @@ def test_the_export_is_one_point_in_time(source: tuple[Engine, Path]) -> None:
     assert len(documents) == len(CORPUS) + len(RECORDS)
     assert all(row[1] in doc_ids for row in chunks)  # chunks.doc_id: every chunk's document is in the snapshot
     assert len(engine.store.list_documents()) == len(documents) + 1
+
+
+@pytest.mark.postgres
+def test_migrate_moves_everything_while_the_source_holds_its_index(source: tuple[Engine, Path], tmp_path: Path) -> None:
+    engine, _ = source  # this process owns the source's Edge shards: the migrate command only reads its truth store
+    expected = answers(engine)
+    with throwaway_database("postgres") as postgres_url:
+        args = ["migrate", "--to-database", postgres_url, "--to-index", "qdrant", "--to-qdrant-path"]
+        done = run_cli(tmp_path / "src", [*args, str(tmp_path / "qdrant"), "--json"])
+        assert done.returncode == 0, done.stderr
+        report = json.loads(done.stdout)
+        assert report["ok"] and report["embedded"] == 0
+        assert report["before"] == report["after"]
+        assert [(s["user_id"], s["set_id"]) for s in report["after"]] == [(1, 1), (1, 2)]
+        target = Settings(
+            data_dir=tmp_path / "unused",
+            database_url=postgres_url,
+            index_backend="qdrant",
+            qdrant_path=tmp_path / "qdrant",
+            **COMMON,
+        )
+        with Engine(target) as moved:
+            assert_same(expected, answers(moved))
+        again = run_cli(tmp_path / "src", [*args, str(tmp_path / "qdrant"), "--json"])
+        assert again.returncode == 0, again.stderr  # the target holds the same content: accepted, nothing changes
