@@ -155,3 +155,54 @@ def migrate(
 
     if not guarded(body):
         raise typer.Exit(EXIT_PARTIAL)
+
+
+@app.command("backup")
+def backup_command(
+    directory: Annotated[Path, typer.Argument(help="A new (or empty) directory for the backup.")],
+    as_json: Json = False,
+) -> None:
+    """Back up the live deployment into DIRECTORY: SQLite's online backup (or an export on a database server).
+
+    Runs beside `serve` and `watch` (no index lock); the index is not copied: `restore` rebuilds it from the
+    cached vectors without embedding anything.
+    """
+    from ragindex.transfer.backup import backup
+
+    def body() -> None:
+        with engine_for() as engine:
+            report = backup(engine, directory)
+        if as_json:
+            emit_json(report.to_dict())
+        else:
+            _show("backup", report.to_dict())
+
+    guarded(body)
+
+
+@app.command("restore")
+def restore_command(
+    directory: Annotated[Path, typer.Argument(help="A directory written by `ragindex backup`.")],
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Replace a truth store that already holds documents.")
+    ] = False,
+    as_json: Json = False,
+) -> None:
+    """Restore a backup into the configured data dir and rebuild the index from the cached vectors.
+
+    Stop `serve`, `watch` and workers first (the data dir's index lock is taken). Exit code 8 (partial) when
+    verify is not clean at the end.
+    """
+    from ragindex.transfer.backup import restore
+
+    def body() -> bool:
+        with stops.safe_points():
+            report = restore(load_settings(), directory, replace=replace)
+        if as_json:
+            emit_json(report.to_dict())
+        else:
+            _show("restore", report.to_dict())
+        return report.verify_ok
+
+    if not guarded(body):
+        raise typer.Exit(EXIT_PARTIAL)
