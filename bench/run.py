@@ -1,4 +1,5 @@
-"""The benchmark suite: ``python -m bench.run [ingest] [noop] [change] [query] [pdf] [light] [watch] [records]``.
+"""The benchmark suite: ``python -m bench.run [ingest] [noop] [change] [query] [pdf] [light] [watch] [records]
+[export]``.
 
 Default: all.
 
@@ -20,6 +21,7 @@ from bench.light import bench_light
 from bench.pdf import bench_pdf
 from bench.records import bench_records
 from bench.report import write
+from bench.transfer import bench_transfer
 from bench.watch import bench_watch
 
 BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
@@ -31,6 +33,7 @@ BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
     "light": bench_light,
     "watch": bench_watch,
     "records": bench_records,
+    "export": bench_transfer,
 }
 
 

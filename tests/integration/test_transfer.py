@@ -115,7 +115,7 @@ def test_a_set_moves_to_postgres_and_edge_and_back(source: tuple[Engine, Path], 
     one_set = export_archive(engine.store, tmp_path / "set2.ragindex", TransferScope(user_id=1, set_id=2))
     assert [(s["user_id"], s["set_id"]) for s in one_set.sets] == [(1, 2)]
     everything = tmp_path / "everything.ragindex"
-    export_archive(engine.store, everything, TransferScope(user_id=1))
+    export_archive(engine.store, everything, TransferScope(user_id=1), compress=True)  # gzip'd text parts
     with throwaway_database("postgres") as postgres_url:
         target = Settings(data_dir=tmp_path / "pg", database_url=postgres_url, **COMMON)
         report, got = _import(target, everything)
@@ -157,9 +157,10 @@ def test_bad_archives_are_refused_with_nothing_written(source: tuple[Engine, Pat
         return data
 
     def damaged(name: str, data: bytes) -> bytes:
-        if "-chunks." in name:
-            text = gzip.decompress(data).replace(b"Honeybee", b"Hornet")
-            return gzip.compress(text)
+        if name.endswith("-chunks.jsonl.gz"):
+            return gzip.compress(gzip.decompress(data).replace(b"Honeybee", b"Hornet"))
+        if name.endswith("-chunks.jsonl"):
+            return data.replace(b"Honeybee", b"Hornet")
         return data
 
     cases = [

@@ -40,6 +40,9 @@ def export_command(
     file: Annotated[Path, typer.Argument(help="The archive to write (replaced only once complete).")],
     user_id: ExportUser = None,
     set_id: ExportSet = None,
+    compress: Annotated[
+        bool, typer.Option("--gzip", help="gzip the parts of text (about a third of the size, slower).")
+    ] = False,
     as_json: Json = False,
 ) -> None:
     """Write one set, one tenant or everything to a portable archive (rows and cached vectors, no index copies).
@@ -51,7 +54,7 @@ def export_command(
     def body() -> None:
         scope = _scope(user_id, set_id)
         with engine_for() as engine:
-            report = export_archive(engine.store, file, scope, source=_source(engine.settings))
+            report = export_archive(engine.store, file, scope, source=_source(engine.settings), compress=compress)
         payload = report.to_dict()
         if as_json:
             emit_json(payload)

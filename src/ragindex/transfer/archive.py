@@ -1,14 +1,16 @@
-"""The export archive: a tar file of gzip'd JSON-lines parts, each checksummed, described by a manifest.
+"""The export archive: a tar file of JSON-lines parts, each checksummed, described by a manifest.
 
 Layout (format version 1)::
 
     ragindex-export.json         first member: {"format": "ragindex-export", "format_version": 1}
-    parts/000001-documents.jsonl.gz
-    parts/000002-chunks.jsonl.gz  one JSON array per line: a row's values in the manifest's column order
+    parts/000001-documents.jsonl
+    parts/000002-chunks.jsonl    one JSON array per line: a row's values in the manifest's column order
     ...
     manifest.json                last member: versions, fingerprints, counts, and every part's rows and sha256
 
-A part holds at most :data:`PART_ROWS` rows; it is compressed into a spooled temporary file (memory up to
+Parts are plain JSON lines unless the export is asked to gzip them (``.jsonl.gz``, level 1: about a third of the
+size for text, and slower; vectors are never compressed, base64 of float32 does not shrink). A part holds at most
+:data:`PART_ROWS` rows; it is written into a spooled temporary file (memory up to
 :data:`SPOOL_BYTES`, then disk) before it goes into the tar, so writing an archive of any size takes bounded memory.
 The file is written as ``FILE.partial`` and renamed at the end: a crashed export never leaves a truncated archive
 under the requested name. Reading checks every part's sha256 against the manifest before anything is imported.
@@ -17,6 +19,7 @@ under the requested name. Reading checks every part's sha256 against the manifes
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import hashlib
 import io
@@ -24,11 +27,13 @@ import json
 import os
 import tarfile
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
+
+import orjson
 
 from ragindex.errors import ArchiveError
 
@@ -66,7 +71,9 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"cannot archive a value of type {type(value).__name__}")
 
 
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_json_default).encode
+def _encode(value: Any) -> bytes:
+    """One compact JSON line (orjson: the export's hot loop; timestamps as ISO 8601, bytes as base64)."""
+    return orjson.dumps(value, default=_json_default)
 
 
 class _HashingFile(io.RawIOBase):
@@ -89,15 +96,21 @@ class _HashingFile(io.RawIOBase):
 
 
 class ArchiveWriter:
-    """Writes an archive at ``path`` (via ``path.partial``): tables part by part, then the manifest."""
+    """Writes an archive at ``path`` (via ``path.partial``): tables part by part, then the manifest.
 
-    def __init__(self, path: Path) -> None:
+    Args:
+        path: The archive file.
+        gzip_tables: Tables whose parts are gzip'd.
+    """
+
+    def __init__(self, path: Path, *, gzip_tables: Collection[str] = ()) -> None:
         self.path = path
+        self.gzip_tables = frozenset(gzip_tables)
         self._partial = path.with_name(path.name + ".partial")
         self._partial.parent.mkdir(parents=True, exist_ok=True)
         self._tar = tarfile.open(self._partial, "w", format=tarfile.PAX_FORMAT)  # noqa: SIM115 - closed by finish/abort
         self.parts: list[PartInfo] = []
-        self._add_bytes(HEADER, _encode({"format": FORMAT, "format_version": FORMAT_VERSION}).encode())
+        self._add_bytes(HEADER, _encode({"format": FORMAT, "format_version": FORMAT_VERSION}))
 
     def _add_bytes(self, name: str, data: bytes) -> None:
         info = tarfile.TarInfo(name)
@@ -115,24 +128,31 @@ class ArchiveWriter:
                 return total
 
     def _write_part(self, table: str, rows: Iterator[Sequence[Any]]) -> int:
+        compress = table in self.gzip_tables
         with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
             hashing = _HashingFile(spool)
             count = 0
-            with gzip.GzipFile(fileobj=hashing, mode="wb", compresslevel=1, mtime=0) as gz:
-                lines: list[str] = []
+            with (
+                gzip.GzipFile(fileobj=hashing, mode="wb", compresslevel=1, mtime=0)
+                if compress
+                else contextlib.nullcontext(hashing)
+            ) as out:
+                lines: list[bytes] = []
                 for row in rows:
                     lines.append(_encode(tuple(row)))
                     count += 1
                     if len(lines) >= _LINES_PER_WRITE:
-                        gz.write(("\n".join(lines) + "\n").encode("utf-8"))
+                        lines.append(b"")
+                        out.write(b"\n".join(lines))
                         lines.clear()
                     if count >= PART_ROWS:
                         break
                 if lines:
-                    gz.write(("\n".join(lines) + "\n").encode("utf-8"))
+                    lines.append(b"")
+                    out.write(b"\n".join(lines))
             if count == 0 and any(p.table == table for p in self.parts):
                 return 0  # a table that filled its last part exactly: no empty part after it
-            name = f"parts/{len(self.parts) + 1:06d}-{table}.jsonl.gz"
+            name = f"parts/{len(self.parts) + 1:06d}-{table}.jsonl{'.gz' if compress else ''}"
             info = tarfile.TarInfo(name)
             info.size = hashing.size
             spool.seek(0)
@@ -250,9 +270,10 @@ class ArchiveReader:
             handle = self._tar.extractfile(self._member(part["name"]))
             if handle is None:
                 raise ArchiveError(f"{self.path}: part {part['name']} is not a file; export again")
-            with gzip.GzipFile(fileobj=handle, mode="rb") as gz:
-                for line in gz:
-                    batch.append(json.loads(line))
+            stream: Any = gzip.GzipFile(fileobj=handle, mode="rb") if part["name"].endswith(".gz") else handle
+            with stream:
+                for line in stream:
+                    batch.append(orjson.loads(line))
                     if len(batch) >= size:
                         yield batch
                         batch = []

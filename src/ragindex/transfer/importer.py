@@ -41,6 +41,7 @@ IMPORTING = "IMPORTING"
 DONE = "DONE"
 _ROW_BATCH = 1000
 _INDEX_PAGE = 5000
+_INDEX_BATCH = 256
 
 Progress = Callable[[str, int], None]
 
@@ -279,6 +280,8 @@ class Importer:
         indexer = self.engine._active_indexer()
         if indexer is None:
             return
+        if not self.reembed:  # cache hits only: larger batches, fewer round trips per copy written
+            indexer.batch_size = max(indexer.batch_size, _INDEX_BATCH)
         for kind in indexer.kinds:
             done = 0
             while True:
