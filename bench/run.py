@@ -1,5 +1,3 @@
-"""The benchmark suite: ``python -m bench.run [ingest] [noop] [change] [query] [pdf] [light] [watch] [records]
-[parse-quality] [ocr-quality]``.
 """The benchmark suite: ``python -m bench.run [SECTION ...]``, sections as in BENCHMARKS below.
 
 Default: all.
@@ -26,6 +24,7 @@ from bench.pdf import bench_pdf
 from bench.peers import bench_peers
 from bench.records import bench_records
 from bench.report import write
+from bench.transfer import bench_transfer
 from bench.watch import bench_watch
 
 BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
@@ -41,6 +40,7 @@ BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
     "ocr-quality": bench_ocr_quality,
     "oneshot": bench_oneshot,
     "peers": bench_peers,
+    "export": bench_transfer,
 }
 
 

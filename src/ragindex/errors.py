@@ -92,6 +92,10 @@ class MassDeleteError(InputError, http_status=409):
     """A sync would remove more of a folder's documents than ``RAGINDEX_MAX_REMOVE_FRACTION`` allows."""
 
 
+class ArchiveError(InputError):
+    """An export archive that cannot be imported: not an archive, an unknown format version, a checksum mismatch."""
+
+
 class ConfigurationError(RagindexError, exit_code=3, http_status=500):
     """The deployment is misconfigured (missing extra, unknown backend, invalid setting)."""
 
@@ -139,6 +143,10 @@ class IntegrityError(RagindexError, exit_code=6, http_status=409):
 
 class FingerprintMismatchError(IntegrityError):
     """The index was built with another model than the one configured."""
+
+
+class SetConflictError(IntegrityError):
+    """An import would write into a set that holds other content (``--replace`` replaces it)."""
 
 
 class IllegalTransitionError(IntegrityError):

@@ -67,7 +67,8 @@ def build_index_ownership(settings: Settings) -> IndexOwnership | None:
     index = settings.index
     if index.index_backend == "edge":
         return IndexOwnership(settings.store.index_dir)
-    if index.index_backend == "qdrant" and index.qdrant_url is None and index.qdrant_path is not None:
+    in_memory = str(index.qdrant_path) == ":memory:"  # qdrant-client's in-memory local mode: one process by nature
+    if index.index_backend == "qdrant" and index.qdrant_url is None and index.qdrant_path is not None and not in_memory:
         return IndexOwnership(index.qdrant_path)
     return None
 

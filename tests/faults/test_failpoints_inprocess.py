@@ -45,6 +45,8 @@ MATRIX = (
 SPARSE_POINTS = [f"sparse.{where}" for where in BOUNDARIES]
 # a record's metadata-only update (the relabel path) is killed for real at its own point in test_record_faults.py
 RECORD_POINTS = ["relabel.after_truth_write"]
+# an import's stage boundaries are killed for real in test_import_faults.py
+IMPORT_POINTS = [p for p in faults.POINTS if p.startswith("import.")]
 
 
 @pytest.fixture
@@ -62,7 +64,9 @@ def engine(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Engine]:
 
 
 def test_matrix_covers_every_failpoint() -> None:
-    assert {point for _op, point in MATRIX} | set(SPARSE_POINTS) | set(RECORD_POINTS) == set(faults.POINTS)
+    assert {point for _op, point in MATRIX} | set(SPARSE_POINTS) | set(RECORD_POINTS) | set(IMPORT_POINTS) == set(
+        faults.POINTS
+    )
 
 
 def _latest_run(engine: Engine, doc_id: int) -> Any:

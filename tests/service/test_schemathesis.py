@@ -61,6 +61,7 @@ WRITING = {
     ("DELETE", "/v1/chunks/{chunk_id}"),
     ("POST", "/v1/repair"),
     ("POST", "/v1/optimize"),
+    ("POST", "/v1/backup"),
     ("PUT", "/v1/sets/{set_id}/records/{key}"),
     ("POST", "/v1/sets/{set_id}/records"),
     ("DELETE", "/v1/sets/{set_id}/records/{key}"),
@@ -68,7 +69,7 @@ WRITING = {
 RECORDS = {("PUT", "/v1/sets/{set_id}/records/{key}"), ("POST", "/v1/sets/{set_id}/records")}
 SEARCH = ("POST", "/v1/search")
 ADMIN_ONLY = {("GET", "/v1/status"), ("POST", "/v1/verify"), ("POST", "/v1/repair"), ("POST", "/v1/optimize")}
-ADMIN_ONLY |= {("GET", "/metrics")}
+ADMIN_ONLY |= {("GET", "/metrics"), ("POST", "/v1/backup")}
 FUZZ = settings(
     max_examples=MAX_EXAMPLES,
     deadline=None,

@@ -319,3 +319,35 @@ def test_blob_paths_stay_under_the_tenant_folder(service: Service) -> None:
         if path.is_file():
             assert Path(path).resolve().is_relative_to(root)
             assert path.relative_to(root).parts[0].isdigit()
+
+
+def test_admin_backup_while_searches_run(service: Service, keys: dict[str, str], corpus: dict[str, object]) -> None:
+    from ragindex.transfer.backup import read_backup
+
+    stop = threading.Event()
+    statuses: list[int] = []
+
+    def searches() -> None:
+        with service.client(keys["user"]) as client:
+            while not stop.is_set():
+                statuses.append(client.post("/v1/search", json={"query": "vitamin calcium", "set_id": 1}).status_code)
+
+    thread = threading.Thread(target=searches)
+    thread.start()
+    try:
+        with service.client(keys["user"]) as client:
+            assert client.post("/v1/backup", json={"name": "nightly"}).status_code == 403
+        with service.client(keys["admin"]) as admin:
+            response = admin.post("/v1/backup", json={"name": "nightly"})
+            assert response.status_code == 200, response.text
+            again = admin.post("/v1/backup", json={"name": "nightly"})
+            assert again.status_code == 400 and "new directory" in again.json()["message"]
+            assert admin.post("/v1/backup", json={"name": "../escape"}).status_code == 422
+    finally:
+        stop.set()
+        thread.join()
+    assert statuses and set(statuses) == {200}
+    report = response.json()
+    assert Path(report["path"]) == service.data_dir / "backups" / "nightly"
+    assert report["kind"] == "sqlite" and report["counts"]["documents"] >= 3
+    assert read_backup(Path(report["path"]))["counts"] == report["counts"]

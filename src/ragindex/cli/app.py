@@ -97,6 +97,11 @@ COMMAND_MODULES: dict[str, str] = {
     "models": "models",
     "serve": "service",
     "keys": "service",
+    "export": "transfer",
+    "import": "transfer",
+    "migrate": "transfer",
+    "backup": "transfer",
+    "restore": "transfer",
     "watch": "watch",
     "worker": "worker",
 }

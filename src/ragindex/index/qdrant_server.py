@@ -93,6 +93,11 @@ def _classify(exc: BaseException) -> _Failure:
     return _Failure.OTHER
 
 
+IN_MEMORY = ":memory:"
+"""``RAGINDEX_QDRANT_PATH=:memory:``: qdrant-client's local mode in memory (its on-disk mode commits one SQLite
+transaction per point, which makes large loads slow; nothing persists in memory: tests and benchmarks only)."""
+
+
 class QdrantServerIndex(QdrantSearch, Closing):
     """Bucket collections on a Qdrant server, or in qdrant-client's local mode (tests, small setups).
 
@@ -132,7 +137,8 @@ class QdrantServerIndex(QdrantSearch, Closing):
         self._lock = threading.RLock()
         self._closed = False
         if path is not None:
-            path.mkdir(parents=True, exist_ok=True)
+            if str(path) != IN_MEMORY:  # qdrant-client's in-memory local mode: nothing on disk (tests, benchmarks)
+                path.mkdir(parents=True, exist_ok=True)
             # local mode is one process; the lock below serialises its calls across threads
             self._client: QdrantClient = QdrantClient(path=str(path), force_disable_check_same_thread=True)
         else:

@@ -33,6 +33,14 @@ POINTS = (
     "relabel.after_truth_write",
     "purge.after_index_delete",
     "purge.before_index_delete",
+    "import.after_check",
+    "import.after_catalogue",
+    "import.after_documents",
+    "import.after_parsed",
+    "import.after_chunks",
+    "import.after_vectors",
+    "import.after_index",
+    "import.after_verify",
 )
 
 _armed: dict[str, str] = {}

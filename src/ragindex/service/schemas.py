@@ -180,6 +180,18 @@ class RepairRequest(_Body):
     dry_run: bool = Field(False, description="Only report what repair would do.")
 
 
+class BackupRequest(_Body):
+    """``POST /v1/backup``."""
+
+    model_config = _examples({"name": "nightly-2026-12-04"})
+
+    name: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
+        description="Directory name under `<data dir>/backups/` (default: the UTC time). Must not exist yet.",
+    )
+
+
 class JobAccepted(BaseModel):
     """``202`` answer of an upload."""
 

@@ -134,6 +134,11 @@ def m014_metadata_fields(conn: Connection) -> None:
     schema.metadata_fields.create(conn, checkfirst=True)
 
 
+def m015_imports(conn: Connection) -> None:
+    """The imports of export archives, per archive and set: ``imports`` (see :mod:`ragindex.transfer`)."""
+    schema.imports.create(conn, checkfirst=True)
+
+
 def m016_fusion_calibrations(conn: Connection) -> None:
     """Each set's fusion calibration: ``fusion_calibrations`` (see :mod:`ragindex.retrieval.calibration`)."""
     schema.fusion_calibrations.create(conn, checkfirst=True)
@@ -174,6 +179,7 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("m011_purge_scan_index", m011_purge_scan_index),
     ("m012_score_stats", m012_score_stats),
     ("m014_metadata_fields", m014_metadata_fields),
+    ("m015_imports", m015_imports),
     ("m016_fusion_calibrations", m016_fusion_calibrations),
 )
 

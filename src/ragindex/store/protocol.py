@@ -9,7 +9,7 @@ the contract kit name a concrete store. Every method raises
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol, Unpack
@@ -38,6 +38,8 @@ from ragindex.store.records import (
     ScoreBatch,
     ScoreWindow,
     SectionText,
+    SetDigest,
+    TransferScope,
     UnitTally,
 )
 from ragindex.store.states import CLAIMABLE, RunStatus
@@ -507,6 +509,58 @@ class CalibrationStore(Protocol):
         ...
 
 
+class TransferStore(Protocol):
+    """Export and import (:mod:`ragindex.transfer`): a consistent snapshot to read, idempotent row writes."""
+
+    def snapshot(self, scope: TransferScope) -> AbstractContextManager[Snapshot]:
+        """One read-only transaction at one point in time over the rows of ``scope``."""
+        ...
+
+    def set_digest(self, user_id: int, set_id: int) -> SetDigest:
+        """The set's ACTIVE documents and chunks: counts and an order-independent digest."""
+        ...
+
+    def sets_with_documents(self) -> list[tuple[int, int]]:
+        """Every (user_id, set_id) that has an ACTIVE document."""
+        ...
+
+    def import_state(self, archive_id: str, user_id: int, set_id: int) -> str | None:
+        """IMPORTING or DONE when the archive was (being) imported into the set; None otherwise."""
+        ...
+
+    def set_import_state(self, archive_id: str, sets: Sequence[tuple[int, int]], state: str) -> None:
+        """Record an import of the archive into ``sets`` as IMPORTING or DONE."""
+        ...
+
+    def import_rows(
+        self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], doc_ids: dict[int, int]
+    ) -> int:
+        """Write one batch of archived rows of ``table`` idempotently (``doc_ids``: archive doc id -> this store's)."""
+        ...
+
+    def cache_alias(self, source_key: str, target_key: str, content_hashes: Sequence[str]) -> int:
+        """Copy cached vectors from one cache key to another where missing; return how many."""
+        ...
+
+
+class Snapshot(Protocol):
+    """The rows of an export's scope, read in one transaction."""
+
+    scope: TransferScope
+
+    def fingerprints(self) -> list[str]:
+        """Dense fingerprints of the ACTIVE and BUILDING collections."""
+        ...
+
+    def model_keys(self, fingerprints: Sequence[str]) -> list[str]:
+        """Embedding-cache keys of ``fingerprints``."""
+        ...
+
+    def rows(self, table: str, model_keys: Sequence[str] = ()) -> Iterator[Sequence[Any]]:
+        """The table's rows in scope, streamed, in :func:`~ragindex.store.sql.transfer.columns_of` order."""
+        ...
+
+
 class TruthStore(
     DocumentStore,
     MetadataFieldStore,
@@ -519,6 +573,7 @@ class TruthStore(
     EmbeddingCacheStore,
     ReconcileStore,
     ScoreStatsStore,
+    TransferStore,
     CalibrationStore,
     Protocol,
 ):

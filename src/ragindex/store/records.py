@@ -408,3 +408,33 @@ class FusionCalibration:
     documents: int
     report: Mapping[str, Any]
     created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class TransferScope:
+    """What an export takes: one set (user and set), a tenant (user), or everything (neither)."""
+
+    user_id: int | None = None
+    set_id: int | None = None
+
+    @property
+    def everything(self) -> bool:
+        """The whole deployment (deployment-wide rows such as score windows go too)."""
+        return self.user_id is None and self.set_id is None
+
+    def describe(self) -> str:
+        """How messages name the scope."""
+        if self.everything:
+            return "everything"
+        if self.set_id is None:
+            return f"user {self.user_id}"
+        return f"user {self.user_id} set {self.set_id}" if self.user_id is not None else f"set {self.set_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class SetDigest:
+    """A set's ACTIVE content: documents, chunks, and a sha256 over their keys, content hashes and chunk ids."""
+
+    documents: int
+    chunks: int
+    digest: str

@@ -311,3 +311,15 @@ fusion_calibrations = table(
     Column("created_at", Timestamp, nullable=False),
     PrimaryKeyConstraint("user_id", "set_id"),
 )
+
+# m015: the imports of export archives in progress or done, per archive and set (ragindex.transfer): a set that an
+# interrupted import of the same archive left half written is resumed, not refused as "a set with other content".
+imports = table(
+    "imports",
+    metadata,
+    Column("archive_id", String(36), nullable=False),
+    *tenant(),
+    Column("state", String(16), nullable=False),  # IMPORTING | DONE
+    *stamps(),
+    PrimaryKeyConstraint("archive_id", "user_id", "set_id"),
+)

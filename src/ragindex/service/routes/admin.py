@@ -11,7 +11,7 @@ from ragindex.service.deps import AdminDep, CallerDep, StateDep
 from ragindex.service.job_state import JobState
 from ragindex.service.openapi import error_responses, example
 from ragindex.service.schema import SERVICE_MIGRATIONS
-from ragindex.service.schemas import KeyInfo, RepairRequest, VersionOut
+from ragindex.service.schemas import BackupRequest, KeyInfo, RepairRequest, VersionOut
 
 router = APIRouter(prefix="/v1", tags=["admin"])
 
@@ -97,6 +97,30 @@ async def verify(state: StateDep, _admin: AdminDep) -> dict[str, Any]:
 async def repair(state: StateDep, _admin: AdminDep, body: RepairRequest | None = None) -> dict[str, Any]:
     """Converge the index copies to the truth store (``{"dry_run": true}`` only reports)."""
     return (await state.aengine.repair(dry_run=body.dry_run if body else False)).to_dict()
+
+
+@router.post(
+    "/backup",
+    responses={
+        **example(
+            "`ragindex backup --json`'s report.",
+            {"path": "/data/backups/nightly", "kind": "sqlite", "bytes": 1048576, "counts": {"documents": 12}},
+        ),
+        **error_responses(400, 401, 403, 422, 503),
+    },
+)
+async def backup(state: StateDep, _admin: AdminDep, body: BackupRequest | None = None) -> dict[str, Any]:
+    """A consistent backup of the live deployment under ``<data dir>/backups/`` (searches and writes go on).
+
+    On SQLite the truth store's online backup (the index is rebuilt from its cached vectors by ``ragindex restore``),
+    on a database server an export archive.
+    """
+    from ragindex.clock import utcnow
+    from ragindex.transfer.backup import backup as take_backup
+
+    name = body.name if body is not None and body.name else utcnow().strftime("%Y%m%dT%H%M%S.%fZ")
+    dest = state.engine.settings.data_dir / "backups" / name
+    return (await state.aengine.run_sync(take_backup, state.engine, dest)).to_dict()
 
 
 @router.post(

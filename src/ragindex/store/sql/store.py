@@ -16,6 +16,7 @@ from ragindex.store.sql.parsed import SqlParsedDocuments
 from ragindex.store.sql.reconcile import SqlReconcile
 from ragindex.store.sql.runs import SqlRuns
 from ragindex.store.sql.scores import SqlScoreStats
+from ragindex.store.sql.transfer import SqlTransfer
 
 
 class SqlTruthStore(
@@ -30,6 +31,7 @@ class SqlTruthStore(
     SqlReconcile,
     SqlParsedDocuments,
     SqlScoreStats,
+    SqlTransfer,
     SqlFusionCalibrations,
 ):
     """The truth store on SQL (SQLite by default; MySQL/MariaDB and PostgreSQL through the same code).
