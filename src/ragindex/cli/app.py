@@ -1,7 +1,7 @@
 """The Typer application: thin commands that parse input, call one Engine method and render the result.
 
 Exit codes map from the error hierarchy (``ragindex.errors.exit_codes()``; a test holds this list and
-the README's table to it):
+the table of docs/reference/exit-codes.md to it):
 
     0    ok: everything asked for was done
     1    `verify`: index and truth store differ (run `ragindex repair`); `eval --reference`: drift
@@ -206,23 +206,27 @@ def _data_dir() -> Path | None:
         return state.data_dir
 
 
+def register_commands() -> None:
+    """Import the command modules, which register their commands on :data:`app` (also read by the CLI reference)."""
+    from ragindex.cli import commands  # noqa: F401 - registers the commands
+    from ragindex.cli import docs as _docs  # noqa: F401 - docs list, docs show
+    from ragindex.cli import encoder_server as _encoder_server  # noqa: F401 - encoder-server
+    from ragindex.cli import eval as _eval  # noqa: F401
+    from ragindex.cli import manage as _manage  # noqa: F401 - repair, reindex, delete, update-chunk
+    from ragindex.cli import mcp as _mcp  # noqa: F401 - mcp
+    from ragindex.cli import models as _models  # noqa: F401 - models prepare
+    from ragindex.cli import service as _service  # noqa: F401 - serve, keys
+    from ragindex.cli import watch as _watch  # noqa: F401 - watch
+    from ragindex.cli import worker as _worker  # noqa: F401 - worker
+
+
 def run() -> None:
     """Run the CLI: SIGINT/SIGTERM become a clean stop, then the command modules are registered and run."""
     from ragindex.cli.signals import stops
 
     stops.install()
     try:
-        from ragindex.cli import commands  # noqa: F401 - registers the commands
-        from ragindex.cli import docs as _docs  # noqa: F401 - docs list, docs show
-        from ragindex.cli import encoder_server as _encoder_server  # noqa: F401 - encoder-server
-        from ragindex.cli import eval as _eval  # noqa: F401
-        from ragindex.cli import manage as _manage  # noqa: F401 - repair, reindex, delete, update-chunk
-        from ragindex.cli import mcp as _mcp  # noqa: F401 - mcp
-        from ragindex.cli import models as _models  # noqa: F401 - models prepare
-        from ragindex.cli import service as _service  # noqa: F401 - serve, keys
-        from ragindex.cli import watch as _watch  # noqa: F401 - watch
-        from ragindex.cli import worker as _worker  # noqa: F401 - worker
-
+        register_commands()
         app()
     except SystemExit as exc:  # click ends every command with one
         if exc.code is not None and not isinstance(exc.code, int):

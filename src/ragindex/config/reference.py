@@ -1,4 +1,7 @@
-"""Render the README configuration tables from the settings sections (a test keeps the README in sync)."""
+"""Render the settings reference (docs/reference/settings.md) from the settings sections, so it cannot drift.
+
+``python scripts/gen_reference.py`` writes it; a test checks that the committed page equals :func:`render_page`.
+"""
 
 from __future__ import annotations
 
@@ -43,9 +46,24 @@ def settings_table() -> str:
 
 
 def render_block() -> str:
-    """The tables between their README markers."""
+    """The tables between their markers."""
     return f"{BEGIN}\n{settings_table()}\n{END}"
 
 
+HEADER = """# Settings reference
+
+Every setting is an environment variable (prefix `RAGINDEX_`), also read from a `.env` file in the working directory,
+or a keyword of `ragindex.Settings`. The settings are grouped by the layer that reads them; the names stay flat
+(`RAGINDEX_CHUNK_SIZE`, `Settings(chunk_size=256)`, `settings.chunk_size`), and `settings.chunking` gives the section
+a layer receives. This page is generated from the settings sections (`python scripts/gen_reference.py`; a test keeps
+it equal to the code).
+"""
+
+
+def render_page() -> str:
+    """The whole settings page: how settings are read, then every section's table."""
+    return f"{HEADER}\n{render_block().replace('### ', '## ')}\n"
+
+
 if __name__ == "__main__":
-    print(render_block())
+    print(render_page(), end="")

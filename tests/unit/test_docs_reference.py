@@ -1,0 +1,38 @@
+"""The generated reference pages of the docs site (settings, CLI) equal what the code renders now."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from ragindex.cli.reference import render_page as cli_page
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _generator() -> object:
+    spec = importlib.util.spec_from_file_location("gen_reference", ROOT / "scripts" / "gen_reference.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("page", ["settings.md", "cli.md"])
+def test_generated_reference_page_is_current(page: str) -> None:
+    pages = _generator().pages()  # type: ignore[attr-defined]
+    path = ROOT / "docs" / "reference" / page
+    assert path.read_text(encoding="utf-8") == pages[path](), (
+        f"docs/reference/{page} is stale: regenerate it with `python scripts/gen_reference.py`"
+    )
+
+
+def test_cli_reference_names_every_command_and_option() -> None:
+    text = cli_page()
+    for command in ("ingest", "search", "docs list", "docs show", "keys create", "models prepare", "eval", "watch"):
+        assert f"## `ragindex {command}`" in text
+    for option in ("`--filter`", "`--as-records`", "`--metadata`", "`--data-dir`", "`--allow-mass-delete`"):
+        assert option in text
+    assert "`--resume`" not in text  # hidden: accepted and ignored, never documented
