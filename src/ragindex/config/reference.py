@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from ragindex.config.sections import SettingsSection
@@ -31,7 +32,7 @@ def _heading(name: str, section: type[SettingsSection]) -> str:
     return f"### {title} (`settings.{name}`)\n\n{summary[:1].upper()}{summary[1:]}".rstrip()
 
 
-def section_table(section: type[SettingsSection]) -> str:
+def section_table(section: type[BaseModel]) -> str:
     """The markdown table of one section: environment variable, default, meaning."""
     rows = ["| Variable | Default | Meaning |", "|---|---|---|"]
     for name, field in section.model_fields.items():
@@ -60,9 +61,19 @@ it equal to the code).
 """
 
 
+SERVICE = """## HTTP service and workers (`ServiceSettings`)
+
+What only `ragindex serve`, `ragindex worker` and `ragindex mcp --host` read (`ragindex.service.settings`): uploads,
+jobs, the queue, API pages.
+"""
+
+
 def render_page() -> str:
-    """The whole settings page: how settings are read, then every section's table."""
-    return f"{HEADER}\n{render_block().replace('### ', '## ')}\n"
+    """The whole settings page: how settings are read, every engine section's table, then the service's."""
+    from ragindex.service.settings import ServiceSettings
+
+    service = f"{SERVICE}\n{section_table(ServiceSettings)}"
+    return f"{HEADER}\n{render_block().replace('### ', '## ')}\n\n{service}\n"
 
 
 if __name__ == "__main__":
