@@ -8,7 +8,7 @@ DEMO_DIR ?= .ragindex-demo
 QUERY ?= which moon is the largest
 SCAN_QUERY ?= how much paraffin did the lighthouse burn in the fog
 
-.PHONY: install run test test-fast lint typecheck pytest docs docs-check docs-serve bench clean services wheel-smoke
+.PHONY: install run test test-fast lint typecheck pytest docs docs-check docs-serve docs-screenshots bench clean services wheel-smoke
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,11 @@ docs: install
 
 docs-check: install
 	out=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir $$out; rc=$$?; rm -rf $$out; exit $$rc
+
+# the pictures the docs show, taken by the tests: the retrieval-testing page (headless Chromium) and `ragindex search`
+# in a terminal (tmux); written to docs/images/ only here, so a normal test run leaves the tree clean
+docs-screenshots: install
+	DOCS_SCREENSHOTS=1 $(BIN)/pytest -q tests/browser/test_page.py tests/docs/test_code_blocks.py
 
 docs-serve: install
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8001

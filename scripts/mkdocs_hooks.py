@@ -1,4 +1,4 @@
-"""MkDocs hooks: pages other branches add later are in the nav (and linked) only once they exist."""
+"""MkDocs hooks: optional pages of other branches, and the Sphinx roles of the docstrings the API pages render."""
 
 from __future__ import annotations
 
@@ -41,3 +41,12 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     for name in _missing(config):
         markdown = re.sub(r"\[([^\]]+)\]\((?:\.\./)*" + re.escape(name) + r"(#[^)]*)?\)", r"\1", markdown)
     return markdown
+
+
+# a docstring's :class:`~ragindex.x.Name` arrives as ":class:<code>~ragindex.x.Name</code>": show it as `Name`
+_ROLE = re.compile(r":(?:class|meth|func|attr|data|mod|exc|obj):<code>(~?)([\w.]+)(?: &lt;[\w.]+&gt;)?</code>")
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    """Render the Sphinx cross-reference roles of docstrings as code (the short name for a ``~`` reference)."""
+    return _ROLE.sub(lambda m: f"<code>{m[2].rsplit('.', 1)[-1] if m[1] else m[2]}</code>", html)

@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -162,3 +163,50 @@ def test_directives_are_known() -> None:
         for block in page_blocks(page):
             if block.directive:
                 assert re.fullmatch(r"run( exit=\d+)?|continue|skip .+", block.directive), block.name
+
+
+# the terminal the docs show: a tmux pane this size, what `ragindex search` printed in it
+SCREEN = (100, 30)
+SCREEN_COMMAND = 'ragindex search "which moon is the largest" --top-k 2 --expand none'
+CLI_CAPTURE = ROOT / "docs" / "images" / "cli-search.txt"
+
+
+@pytest.mark.browser
+def test_cli_screen_capture(in_workdir: Path) -> None:
+    """`ragindex search` in a real terminal (tmux) over the data dir the blocks built: the hits come out readable.
+
+    With ``DOCS_SCREENSHOTS=1`` (``make docs-screenshots``) the capture replaces docs/images/cli-search.txt,
+    which the tutorial includes, so the page shows what the command prints today.
+    """
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        pytest.skip("no tmux (apt-get install tmux)")
+    socket = ["-L", f"ragindex-docs-{os.getpid()}"]  # a tmux server of its own, whatever else runs tmux here
+    width, height = SCREEN
+    bin_dir = Path(sys.executable).parent
+    script = f"clear; export PATH={bin_dir}:$PATH RAGINDEX_DATA_DIR={in_workdir / '.ragindex'}; cd {in_workdir}; "
+    script += f"printf '$ %s\\n' '{SCREEN_COMMAND}'; "
+    script += f"{SCREEN_COMMAND}; echo '<done>'; sleep 600"
+    subprocess.run(
+        [tmux, *socket, "new-session", "-d", "-x", str(width), "-y", str(height), "bash", "-c", script],
+        check=True,
+        env={**os.environ, "TERM": "xterm-256color"},
+    )
+    try:
+        screen = ""
+        for _ in range(1200):  # the command loads the model: up to 120 s on a loaded machine
+            screen = subprocess.run(
+                [tmux, *socket, "capture-pane", "-p"], capture_output=True, text=True, check=True
+            ).stdout
+            if "<done>" in screen:
+                break
+            time.sleep(0.1)
+    finally:
+        subprocess.run([tmux, *socket, "kill-server"], check=False)
+    assert "<done>" in screen, screen
+    shown = screen.split("<done>")[0].rstrip() + "\n"
+    assert "hybrid search: which moon is the largest" in shown and "solar_system.pdf" in shown, shown
+    assert "\x1b" not in shown  # capture-pane without -e: text only
+    if os.environ.get("DOCS_SCREENSHOTS") == "1":
+        CLI_CAPTURE.parent.mkdir(exist_ok=True)
+        CLI_CAPTURE.write_text(shown, encoding="utf-8")
