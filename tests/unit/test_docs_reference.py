@@ -36,3 +36,29 @@ def test_cli_reference_names_every_command_and_option() -> None:
     for option in ("`--filter`", "`--as-records`", "`--metadata`", "`--data-dir`", "`--allow-mass-delete`"):
         assert option in text
     assert "`--resume`" not in text  # hidden: accepted and ignored, never documented
+
+
+def _tables(text: str) -> list[list[str]]:
+    tables: list[list[str]] = []
+    current: list[str] = []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            current.append(line)
+        elif current:
+            tables.append(current)
+            current = []
+    return tables
+
+
+def test_no_page_documents_settings_by_hand() -> None:
+    """A table of settings with their defaults exists once, generated: a hand-kept copy would drift from the code."""
+    generated = ROOT / "docs" / "reference" / "settings.md"
+    pages = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]
+    by_hand = [
+        f"{page.relative_to(ROOT)}: {table[0]}"
+        for page in pages
+        if page != generated
+        for table in _tables(page.read_text(encoding="utf-8"))
+        if "default" in table[0].lower() and any(row.startswith("| `RAGINDEX_") for row in table[2:])
+    ]
+    assert by_hand == [], "link to docs/reference/settings.md instead"
