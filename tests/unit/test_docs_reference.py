@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,11 @@ def test_no_page_documents_settings_by_hand() -> None:
         if "default" in table[0].lower() and any(row.startswith("| `RAGINDEX_") for row in table[2:])
     ]
     assert by_hand == [], "link to docs/reference/settings.md instead"
+
+
+def test_readme_is_a_front_page_whose_links_resolve() -> None:
+    """README.md stays short (the manual is the docs site) and every relative link in it names a file that exists."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 250, "README.md is the front page: put the manual's text under docs/"
+    targets = {m[1].split("#")[0] for m in re.finditer(r"\]\(([^)\s]+)\)", text) if "://" not in m[1]}
+    assert targets and [t for t in sorted(targets) if not (ROOT / t).exists()] == []
