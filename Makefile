@@ -8,7 +8,7 @@ DEMO_DIR ?= .ragindex-demo
 QUERY ?= which moon is the largest
 SCAN_QUERY ?= how much paraffin did the lighthouse burn in the fog
 
-.PHONY: install run test test-fast lint typecheck pytest bench clean services wheel-smoke
+.PHONY: install run test test-fast lint typecheck pytest docs docs-check docs-serve docs-screenshots bench clean services wheel-smoke
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +18,7 @@ $(BIN)/python:
 $(STAMP): pyproject.toml scripts/system-packages.sh | $(BIN)/python
 	bash scripts/system-packages.sh
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev,parsing,server,mysql,postgres,service,workers,eval,mcp,langchain,llamaindex]'
+	$(BIN)/pip install -q -e '.[dev,parsing,server,mysql,postgres,service,workers,eval,mcp,langchain,llamaindex,docs]'
 	# the light query encoder: export the dense model to ONNX now, not on the first search (a failure only warns)
 	$(BIN)/ragindex models prepare || echo "ragindex models prepare failed: searches will load torch"
 	touch $(STAMP)
@@ -40,7 +40,23 @@ typecheck: install
 pytest: install
 	$(BIN)/pytest -q
 
-test: lint typecheck pytest
+test: lint typecheck docs-check pytest
+
+# the documentation site (mkdocs.yml, docs/): `make docs` builds it into site/, `make docs-serve` serves it with live
+# reload on http://127.0.0.1:8001; docs-check (in `make test`) fails on a broken link, anchor or API reference
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+docs-check: install
+	out=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir $$out; rc=$$?; rm -rf $$out; exit $$rc
+
+# the pictures the docs show, taken by the tests: the retrieval-testing page (headless Chromium) and `ragindex search`
+# in a terminal (tmux); written to docs/images/ only here, so a normal test run leaves the tree clean
+docs-screenshots: install
+	DOCS_SCREENSHOTS=1 $(BIN)/pytest -q tests/browser/test_page.py tests/docs/test_code_blocks.py
+
+docs-serve: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8001
 
 # The edit-test loop: lint, types, then the unit tests and the contract suites on SQLite and Qdrant Edge, with no
 # database server, broker, browser or slow test (tests/conftest.py adds those markers from a test's fixtures and
@@ -62,4 +78,4 @@ wheel-smoke:
 	bash scripts/wheel-smoke.sh
 
 clean:
-	rm -rf $(DEMO_DIR) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(DEMO_DIR) site .pytest_cache .mypy_cache .ruff_cache

@@ -8,7 +8,7 @@ exceptions are translated by the adapter that owns them and kept as
 ``__cause__``. Messages name the fix.
 
 The exit codes of the ``ragindex`` command are the families' ``exit_code`` plus the few outcomes
-that are not errors (:func:`exit_codes` lists them all; the README table is checked against it).
+that are not errors (:func:`exit_codes` lists them all; the docs' exit-code table is checked against it).
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ driven by Playwright (never ``playwright install``). Skips only when no chromium
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import threading
@@ -57,6 +58,7 @@ CORPUS = {
 }
 KEYS: dict[str, str] = {}
 QUERY = "which vitamin helps absorb calcium for strong bones"
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 
 class _Server:
@@ -193,6 +195,8 @@ def test_upload_search_documents_and_rerun(page: Any, served: tuple[str, str], t
         assert float(page.locator(f"#latency td[data-phase='{phase}']").inner_text()) >= 0
     assert page.locator("#latency").is_visible()
     page.screenshot(path=str(tmp_path / "page.png"), full_page=True)
+    if os.environ.get("DOCS_SCREENSHOTS") == "1":  # `make docs-screenshots`: the picture of docs/how-to/http-service.md
+        page.screenshot(path=str(DOCS_IMAGES / "retrieval-testing-page.png"), full_page=True)
 
     # bm25 only: fusion is disabled, hits carry only bm25 scores, the right document is still first
     page.select_option("#mode", "bm25")

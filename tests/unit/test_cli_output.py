@@ -1,4 +1,4 @@
-"""Terminal safety of the human output and the exit-code documentation (README, cli/app.py) against the code."""
+"""Terminal safety of the human output and the exit-code documentation (docs/reference/exit-codes.md, cli/app.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from ragindex.cli.render import clean, ingest_table, search_table
 from ragindex.pipeline.sync import IngestReport
 from ragindex.types import Hit, SearchResult, SourceScore
 
-README = Path(__file__).parents[2] / "README.md"
+EXIT_CODES_PAGE = Path(__file__).parents[2] / "docs" / "reference" / "exit-codes.md"
 HOSTILE = "clear\x1b[2J title\x1b]0;pwned\x07 nul\x00 cr\r del\x7f csi\x9b1m rlo\u202etxt.exe"
 # what a terminal may receive from rich: colour/style (SGR) sequences, nothing else
 SGR = re.compile(r"\x1b\[[0-9;]*m")
@@ -83,8 +83,8 @@ def test_ingest_report_lists_failures_escaped() -> None:
     assert r"failed: /d/clear\x1b[2J" in output and r"note: skipped empty file clear\x1b[2J" in output
 
 
-def _readme_exit_codes() -> dict[int, str]:
-    text = README.read_text(encoding="utf-8")
+def _page_exit_codes() -> dict[int, str]:
+    text = EXIT_CODES_PAGE.read_text(encoding="utf-8")
     block = text.split("<!-- exit-codes:begin -->")[1].split("<!-- exit-codes:end -->")[0]
     return {int(m[1]): m[2] for m in re.finditer(r"^\| `(\d+)` \| (.*) \|$", block, re.MULTILINE)}
 
@@ -103,8 +103,8 @@ def _docstring_exit_codes() -> dict[int, str]:
     return codes
 
 
-def test_readme_and_cli_docstring_list_exactly_the_exit_codes_of_the_code() -> None:
-    assert _readme_exit_codes() == errors.exit_codes()
+def test_docs_page_and_cli_docstring_list_exactly_the_exit_codes_of_the_code() -> None:
+    assert _page_exit_codes() == errors.exit_codes()
     assert _docstring_exit_codes() == errors.exit_codes()
 
 

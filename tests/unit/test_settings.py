@@ -14,14 +14,14 @@ from ragindex.config import (
     SettingsSection,
     SparseSettings,
 )
-from ragindex.config.reference import render_block
+from ragindex.config.reference import render_block, render_page
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+SETTINGS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "settings.md"
 
 
-def test_readme_configuration_table_is_generated_from_the_model() -> None:
-    assert render_block() in README.read_text(encoding="utf-8"), (
-        "README configuration table is stale: regenerate it with `python -m ragindex.config.reference`"
+def test_settings_reference_page_is_generated_from_the_model() -> None:
+    assert render_page() == SETTINGS_PAGE.read_text(encoding="utf-8"), (
+        "docs/reference/settings.md is stale: regenerate it with `python scripts/gen_reference.py`"
     )
 
 
@@ -159,7 +159,7 @@ def test_section_validators_raise_alone_and_in_settings(
         Settings.model_validate(values)
 
 
-def test_readme_lists_every_environment_name_under_its_section() -> None:
+def test_settings_reference_lists_every_environment_name_under_its_section() -> None:
     block = render_block()
     for name, section in SECTIONS.items():
         heading = block.index(f"(`settings.{name}`)")

@@ -1,7 +1,7 @@
 """The Typer application: thin commands that parse input, call one Engine method and render the result.
 
 Exit codes map from the error hierarchy (``ragindex.errors.exit_codes()``; a test holds this list and
-the README's table to it):
+the table of docs/reference/exit-codes.md to it):
 
     0    ok: everything asked for was done
     1    `verify`: index and truth store differ (run `ragindex repair`); `eval --reference`: drift

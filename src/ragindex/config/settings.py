@@ -4,9 +4,9 @@ The fields are defined by the section models of :mod:`ragindex.config.sections`,
 :class:`Settings` inherits them all. So every field keeps a flat environment name ``RAGINDEX_<FIELD>``
 (``RAGINDEX_CHUNK_SIZE``), a flat keyword (``Settings(chunk_size=256)``) and a flat attribute
 (``settings.chunk_size``), while a layer receives only its own part (``settings.chunking``).
-Each field has a default that gives the embedded setup and a line in the README configuration table
-(rendered from these models by ``ragindex.config.reference``). Settings are validated once at start-up
-and passed down explicitly; nothing reads the environment anywhere else.
+Each field has a default that gives the embedded setup and a line in the settings reference of the docs
+(docs/reference/settings.md, rendered from these models by ``ragindex.config.reference``). Settings are
+validated once at start-up and passed down explicitly; nothing reads the environment anywhere else.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ SECTIONS: dict[str, type[SettingsSection]] = {
     "encoder_server": EncoderServerSettings,
     "http": HttpSettings,
 }
-"""Each section by the name of its :class:`Settings` property, in README order."""
+"""Each section by the name of its :class:`Settings` property, in the order of the settings reference."""
 
 
 class Settings(

@@ -64,9 +64,16 @@ class ServiceSettings(BaseSettings):
     search_batch_max: int = Field(
         16, ge=1, le=256, description="Most waiting searches a search process takes at once (one encode pass)."
     )
-    warm_up: bool = Field(True, description="Load the dense model at start-up (the first search is not slow).")
+    warm_up: bool = Field(
+        True,
+        description="Load the dense model at start-up, on a thread of its own (the first search is not slow): "
+        "`/readyz` answers 503 (`dense: loading`) until it is loaded.",
+    )
     job_shutdown_seconds: float = Field(
-        60.0, ge=0, description="On shutdown, wait this long for a running job (an unfinished job is re-queued)."
+        60.0,
+        ge=0,
+        description="On shutdown, wait this long for a running job (a job still running then goes back to "
+        "`queued`, its start not counted).",
     )
     # --- exposure of the unauthenticated surface ----------------------------------------------------
     metrics_public: bool = Field(

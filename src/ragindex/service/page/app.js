@@ -72,7 +72,7 @@ function status(id, text, isError) {
 // ---------------------------------------------------------------- search
 function searchBody() {
   const body = { query: $("query").value, set_id: setId(), mode: $("mode").value };
-  if (body.mode === "hybrid") body.fusion = $("fusion").value;
+  if (body.mode === "hybrid" && $("fusion").value) body.fusion = $("fusion").value; // "": the server's RAGINDEX_FUSION
   const topK = $("top-k").value.trim();
   if (topK) body.top_k = Number.parseInt(topK, 10);
   const threshold = $("score-threshold").value.trim();
