@@ -17,9 +17,9 @@ from bench.common import mark_start
 from bench.ingest import bench_change, bench_ingest, bench_noop
 from bench.latency import bench_query
 from bench.light import bench_light
-from bench.parse_quality import bench_parse_quality
 from bench.ocr_quality import bench_ocr_quality
 from bench.oneshot import bench_oneshot
+from bench.parse_quality import bench_parse_quality
 from bench.pdf import bench_pdf
 from bench.peers import bench_peers
 from bench.records import bench_records
