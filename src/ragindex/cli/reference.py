@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from ragindex.cli.app import app, register_commands
+from ragindex.cli.app import COMMAND_MODULES, app, register_commands
 
 HEADER = """# CLI reference
 
@@ -102,13 +102,19 @@ def _section(path: list[str], command: Any, level: int) -> list[str]:
 
 
 def render_page() -> str:
-    """The whole page: the global options, then every command and sub-command in the order `--help` lists them."""
+    """The whole page: the global options, then every command and sub-command.
+
+    Commands come in :data:`~ragindex.cli.app.COMMAND_MODULES` order: Typer lists them in the order their modules
+    were imported, which depends on what the process imported before.
+    """
     register_commands()
     root = typer.main.get_command(app)
     ctx = root.context_class(root, info_name="ragindex")
     parts = [HEADER, "## Global options", "", "```text\nragindex [OPTIONS] COMMAND [ARGS]...\n```", ""]
     parts += [_params_table(root, ctx), ""]
-    for name in root.list_commands(ctx):  # type: ignore[attr-defined]
+    order = {name: at for at, name in enumerate(COMMAND_MODULES)}
+    names = sorted(root.list_commands(ctx), key=lambda name: (order.get(name, len(order)), name))  # type: ignore[attr-defined]
+    for name in names:
         command = root.get_command(ctx, name)  # type: ignore[attr-defined]
         if command is not None and not command.hidden:
             parts += [*_section(["ragindex", name], command, 2), ""]
