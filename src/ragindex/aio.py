@@ -238,6 +238,7 @@ class AsyncEngine:
     status = _read(Engine.status, ": documents and chunks per status, the collections.")
     score_report = _read(Engine.score_report, ": the score-drift watch.")
     reset_scores = _write(Engine.reset_scores, ": forget the score windows.")
+    calibrate_fusion = _write(Engine.calibrate_fusion, ": measure and record the set's fusion weights.")
     verify = _read(Engine.verify, ": compare the truth store with the index.")
     documents = _read(Engine.documents, ": a page of documents by doc_id.")
     document = _read(Engine.document, ": a document, its stages and chunk counts.")

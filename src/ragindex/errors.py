@@ -92,6 +92,10 @@ class MassDeleteError(InputError, http_status=409):
     """A sync would remove more of a folder's documents than ``RAGINDEX_MAX_REMOVE_FRACTION`` allows."""
 
 
+class DestinationExistsError(InputError, http_status=409):
+    """A backup, export or restore target that already holds something (give a new one, or ``--replace``)."""
+
+
 class ArchiveError(InputError):
     """An export archive that cannot be imported: not an archive, an unknown format version, a checksum mismatch."""
 

@@ -74,7 +74,7 @@ def test_a_backup_taken_under_a_search_load_restores_with_nothing_embedded(live:
 
 def test_restore_refuses_a_used_data_dir_and_a_damaged_backup(live: Engine, tmp_path: Path) -> None:
     backup(live, tmp_path / "b1")
-    with pytest.raises(InputError, match="not an empty directory"):
+    with pytest.raises(InputError, match="exists and is not empty"):
         backup(live, tmp_path / "b1")
     live.close()
     with pytest.raises(SetConflictError, match="--replace"):

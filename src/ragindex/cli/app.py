@@ -89,6 +89,7 @@ COMMAND_MODULES: dict[str, str] = {
     "docs": "docs",
     "encoder-server": "encoder_server",
     "eval": "eval",
+    "calibrate": "eval",
     "repair": "manage",
     "reindex": "manage",
     "delete": "manage",

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragindex.about import package_version, schema_version
 from ragindex.clock import utcnow
-from ragindex.errors import ArchiveError, InputError, SetConflictError
+from ragindex.errors import ArchiveError, DestinationExistsError, SetConflictError
 from ragindex.store.records import TransferScope
 from ragindex.store.sql.backup import install_database, online_backup, sqlite_counts, sqlite_path
 from ragindex.transfer.export import export_archive
@@ -91,7 +91,7 @@ def _sha256(path: Path) -> str:
 
 def _empty_target(dest: Path) -> None:
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
-        raise InputError(f"{dest} exists and is not an empty directory: give a new directory for the backup")
+        raise DestinationExistsError(f"{dest} exists and is not empty: give a new directory for the backup")
     dest.mkdir(parents=True, exist_ok=True)
 
 
