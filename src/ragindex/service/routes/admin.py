@@ -106,7 +106,7 @@ async def repair(state: StateDep, _admin: AdminDep, body: RepairRequest | None =
             "`ragindex backup --json`'s report.",
             {"path": "/data/backups/nightly", "kind": "sqlite", "bytes": 1048576, "counts": {"documents": 12}},
         ),
-        **error_responses(400, 401, 403, 422, 503),
+        **error_responses(400, 401, 403, 409, 422, 503),
     },
 )
 async def backup(state: StateDep, _admin: AdminDep, body: BackupRequest | None = None) -> dict[str, Any]:
