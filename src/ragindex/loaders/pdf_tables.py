@@ -134,6 +134,9 @@ def segments_of(words: Sequence[Word]) -> list[Segment]:
         top, bottom = float(word["top"]), float(word["bottom"])  # type: ignore[arg-type]
         size = float(word.get("size") or (bottom - top))  # type: ignore[arg-type]
         bold = "bold" in str(word.get("fontname", "")).lower()
+        if not (_maybe_leader(text) or _maybe_numbers(text)):  # most words of prose: one segment as they are
+            out.append(Segment(text, x0, x1, top, bottom, size, bold))
+            continue
         per_char = (x1 - x0) / max(len(text), 1)
         position = 0
         pieces: list[tuple[int, int, bool]] = []
@@ -158,6 +161,15 @@ def segments_of(words: Sequence[Word]) -> list[Segment]:
             if leader and out and out[-1].top == top:  # the leader opened the run: it follows the last segment
                 out[-1].leader = True
     return out
+
+
+def _maybe_leader(text: str) -> bool:
+    return "...." in text or ". . . ." in text or "…" in text or "____" in text or "_ _ _ _" in text
+
+
+def _maybe_numbers(text: str) -> bool:
+    """Whether the text ends like a number after a space (the cheap test before :func:`_number_cuts`)."""
+    return " " in text and (text[-1].isdigit() or text[-1] in "%)]*†‡")
 
 
 def _number_cuts(text: str, start: int, end: int) -> list[int]:

@@ -29,7 +29,8 @@ _WIDE_RUN = 1.35
 """A run wider than this times what its characters need is looked at for gaps inside it (cells in one run)."""
 _MEAN_CHAR_EM = 0.5
 _CELL_GAP_EM = 0.65
-_NUMBER = re.compile(r"(?<![\w.,])[-+(]?[$€£]?\d[\d,.]*%?\)?(?![\w])")
+_NUMBER = r"[-+(−–$€£]*\d[\d,.–-]*[%)*]*"
+_TWO_NUMBERS_AT_END = re.compile(rf"(?:^|\s){_NUMBER}\s+{_NUMBER}$")
 
 Word = dict[str, object]
 Table = tuple[BBox, list[list[str | None]]]
@@ -70,7 +71,7 @@ def page_words(page: Any, textpage: Any) -> list[Word]:
         if (
             index >= 0
             and size > 0
-            and (right - left > _WIDE_RUN * len(text) * size * _MEAN_CHAR_EM or len(_NUMBER.findall(text)) >= 2)
+            and (right - left > _WIDE_RUN * len(text) * size * _MEAN_CHAR_EM or _TWO_NUMBERS_AT_END.search(text))
         ):
             pieces = _split_at_gaps(textpage, index, (left, bottom, right, top), size) or pieces
         for piece, x0, x1 in pieces:
@@ -94,30 +95,34 @@ def _split_at_gaps(
     """A text run cut where its characters leave a gap of over ``_CELL_GAP_EM`` ems, as ``(text, x0, x1)``.
 
     Table cells set apart by spaces or by positioning inside one run come apart; None when there is no such gap.
-
-    Only runs much wider than their characters need, or holding two numbers or more, are looked at (the caller
-    checks), so prose costs nothing.
+    Only runs much wider than their characters need, or ending in two numbers, are looked at (the caller checks),
+    so prose costs nothing.
     """
+    import pypdfium2.raw as pdfium_c
+
     left, bottom, right, top = rect
+    raw = textpage.raw
+    c_left, c_right, c_bottom, c_top = (ctypes.c_double() for _ in range(4))
     pieces: list[tuple[str, float, float]] = []
     text, x0, x1 = "", 0.0, 0.0
     spaced = False
-    for i in range(index, textpage.count_chars()):
-        char = textpage.get_text_range(i, 1)
-        if not char or char.isspace():
+    for i in range(index, pdfium_c.FPDFText_CountChars(raw)):
+        char = chr(pdfium_c.FPDFText_GetUnicode(raw, i))
+        if char.isspace() or char == "\x00":
             spaced = bool(text)
             continue
-        c_left, c_bottom, c_right, c_top = textpage.get_charbox(i)
-        if c_left > right + 1 or c_right < left - 1 or (c_bottom + c_top) / 2 < bottom or (c_bottom + c_top) / 2 > top:
+        pdfium_c.FPDFText_GetCharBox(raw, i, c_left, c_right, c_bottom, c_top)
+        middle = (c_bottom.value + c_top.value) / 2
+        if c_left.value > right + 1 or c_right.value < left - 1 or not bottom <= middle <= top:
             break  # past the run
-        if text and c_left - x1 > _CELL_GAP_EM * size:
+        if text and c_left.value - x1 > _CELL_GAP_EM * size:
             pieces.append((text, x0, x1))
             text, spaced = "", False
         if not text:
-            x0 = c_left
+            x0, x1 = c_left.value, c_right.value
         text += (" " if spaced else "") + char
         spaced = False
-        x1 = max(x1, c_right) if text != char else c_right
+        x1 = max(x1, c_right.value)
     if text:
         pieces.append((text, x0, x1))
     return pieces if len(pieces) > 1 else None
