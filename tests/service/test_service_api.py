@@ -341,7 +341,7 @@ def test_admin_backup_while_searches_run(service: Service, keys: dict[str, str],
             response = admin.post("/v1/backup", json={"name": "nightly"})
             assert response.status_code == 200, response.text
             again = admin.post("/v1/backup", json={"name": "nightly"})
-            assert again.status_code == 400 and "new directory" in again.json()["message"]
+            assert again.status_code == 409 and "new directory" in again.json()["message"]
             assert admin.post("/v1/backup", json={"name": "../escape"}).status_code == 422
     finally:
         stop.set()
