@@ -17,12 +17,13 @@ from typing import Any
 import pytest
 
 from dbkit import throwaway_database
-from faults.faultkit import CHUNK_OVERLAP, CHUNK_SIZE, CORPUS, run_cli, write_corpus
+from faults.faultkit import CHUNK_OVERLAP, CHUNK_SIZE, CORPUS, all_chunks, run_cli, write_corpus
 from ragindex.config.settings import Settings
 from ragindex.engine import Engine
 from ragindex.errors import ArchiveError, FingerprintMismatchError, SetConflictError
 from ragindex.records import Record
 from ragindex.store.records import TransferScope
+from ragindex.store.states import RunStatus
 from ragindex.transfer.archive import ArchiveReader
 from ragindex.transfer.export import export_archive
 from ragindex.transfer.importer import Importer
@@ -196,6 +197,38 @@ def test_a_set_with_other_content_is_refused_unless_replace(source: tuple[Engine
     assert_same(expected, answers(engine))
 
 
+def test_reembed_takes_an_archive_of_another_model_and_embeds_every_chunk_again(
+    source: tuple[Engine, Path], tmp_path: Path
+) -> None:
+    _, archive = source
+    other_model = Settings(data_dir=tmp_path / "target", dense_query_prompt="query: ", **COMMON)
+    with Engine(other_model) as engine:
+        report = Importer(engine, archive, reembed=True).run()
+        assert report.verify_ok and report.reused == 0
+        dense_units = {row.content_hash for row in all_chunks(engine, unit=None) if row.dense_status is not None}
+        assert report.embedded == len(dense_units) > 0  # the archive's vectors (another cache key) are not used
+        assert {m.dense_fingerprint for m in engine.store.list_index_meta()} == {engine.dense.fingerprint}
+        hits = engine.search("honeybee queen workers", user_id=1, set_id=1, top_k=3).hits
+        assert "queen" in hits[0].text.lower()
+        again = Importer(engine, archive, reembed=True).run()  # a rerun: the same content, nothing embedded
+        assert again.verify_ok and again.embedded == 0 and {s["how"] for s in again.sets} == {"resumed"}
+
+
+def test_a_document_exported_mid_ingest_is_imported_finished(source: tuple[Engine, Path], tmp_path: Path) -> None:
+    engine, _ = source
+    folder = tmp_path / "corpus"
+    doc = next(d for d in engine.store.list_documents(user_id=1, set_id=1))
+    engine.store.set_document_status(doc.doc_id, RunStatus.PROCESSING)  # its rows written, its copies not yet
+    archive = tmp_path / "mid-ingest.ragindex"
+    export_archive(engine.store, archive, TransferScope())
+    with Engine(Settings(data_dir=tmp_path / "target", **COMMON)) as target:
+        report = Importer(target, archive).run()
+        assert report.verify_ok and report.rows["documents_settled"] == 1
+        assert {d.status for d in target.store.list_documents()} == {RunStatus.SUCCESS}
+        again = target.ingest([folder])  # the files did not change: nothing parsed again, nothing embedded
+        assert again.documents["unchanged"] == len(CORPUS) and again.chunks["embedded"] == 0
+
+
 def test_the_export_is_one_point_in_time(source: tuple[Engine, Path]) -> None:
     engine, _ = source
     with engine.store.snapshot(TransferScope()) as snap:
@@ -231,3 +264,26 @@ def test_migrate_moves_everything_while_the_source_holds_its_index(source: tuple
             assert_same(expected, answers(moved))
         again = run_cli(tmp_path / "src", [*args, str(tmp_path / "qdrant"), "--json"])
         assert again.returncode == 0, again.stderr  # the target holds the same content: accepted, nothing changes
+
+
+def test_migrate_refuses_a_target_with_other_content_unless_replace(
+    source: tuple[Engine, Path], tmp_path: Path
+) -> None:
+    engine, _ = source
+    expected = answers(engine)
+    target = Settings(data_dir=tmp_path / "target", **COMMON)
+    with Engine(target) as other:
+        other.upsert([Record(key="other", text="A different document about volcanoes.")], user_id=1, set_id=2)
+    args = ["migrate", "--to-database", target.resolved_database_url, "--to-data-dir", str(target.data_dir), "--json"]
+    refused = run_cli(tmp_path / "src", args)
+    assert refused.returncode == SetConflictError.exit_code, refused.stderr
+    assert "--replace" in refused.stderr
+    with Engine(target) as other:
+        assert [d.source_uri for d in other.store.list_documents()] == ["other"]
+    done = run_cli(tmp_path / "src", [*args, "--replace"])
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["ok"] and report["embedded"] == 0 and report["before"] == report["after"]
+    with Engine(target) as moved:
+        assert "other" not in {d.source_uri for d in moved.store.list_documents()}
+        assert_same(expected, answers(moved))

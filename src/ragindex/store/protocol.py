@@ -542,6 +542,10 @@ class TransferStore(Protocol):
         """Copy cached vectors from one cache key to another where missing; return how many."""
         ...
 
+    def settle_imported_documents(self, doc_ids: Sequence[int]) -> int:
+        """Mark the imported documents still PROCESSING (exported mid-ingest) SUCCESS; return how many."""
+        ...
+
 
 class Snapshot(Protocol):
     """The rows of an export's scope, read in one transaction."""

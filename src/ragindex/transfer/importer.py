@@ -11,7 +11,8 @@ Stages, each idempotent, with a failpoint after each (``import.after_<stage>``, 
 ``chunks``      chunks and sections by id, every index copy PENDING (one already there with the same content is kept)
 ``vectors``     the cached vectors of the archive's models (and the score-drift windows of a whole-deployment export)
 ``index``       the index copies written from the cached vectors (the embedding cache answers every dense lookup)
-``verify``      REMOVED rows purged, truth and index compared; the sets recorded as DONE
+``verify``      REMOVED rows purged, truth and index compared; documents exported mid-ingest (PROCESSING, their
+                chunks complete) marked SUCCESS; the sets recorded as DONE
 
 A crash anywhere leaves the sets IMPORTING; running the same import again finishes them.
 """
@@ -175,7 +176,7 @@ class Importer:
             self._timed(report, "chunks", lambda: self._tables(reader, report, ("chunks",), doc_ids))
             self._timed(report, "vectors", lambda: self._vectors(reader, report, manifest, doc_ids))
         self._timed(report, "index", lambda: self._index(report))
-        self._timed(report, "verify", lambda: self._verify(report, plan))
+        self._timed(report, "verify", lambda: self._verify(report, plan, list(doc_ids.values())))
         report.duration_ms = (time.perf_counter() - started) * 1000
         return report
 
@@ -295,11 +296,12 @@ class Importer:
             report.indexed[str(kind)] = done
         report.embedded, report.reused = indexer.dense_counts()
 
-    def _verify(self, report: ImportReport, plan: _Plan) -> None:
+    def _verify(self, report: ImportReport, plan: _Plan, doc_ids: list[int]) -> None:
         if plan.replace:
             repaired = self.engine.repair()  # purge the replaced documents' index copies
             report.indexed = {k: report.indexed.get(k, 0) + v for k, v in repaired.indexed.items()}
         verify = self.engine.verify()
         report.verify_ok = verify.ok
         if verify.ok:
+            report.rows["documents_settled"] = self.store.settle_imported_documents(doc_ids)
             self.store.set_import_state(report.archive_id, plan.sets, DONE)

@@ -24,7 +24,7 @@ from ragindex.errors import StoreError
 from ragindex.store import schema
 from ragindex.store.records import SetDigest, TransferScope
 from ragindex.store.sql.core import CH, DOC, SqlCore, batches, insert_ignoring_duplicates
-from ragindex.store.states import CollectionState, IndexStatus, Lifecycle
+from ragindex.store.states import CollectionState, IndexStatus, Lifecycle, RunStatus
 
 _STREAM_ROWS = 2000  # rows a server-side cursor fetches at a time
 _KIND_STATUS = ("dense_status", "bm25_status", "sparse_status")
@@ -277,6 +277,24 @@ class SqlTransfer(SqlCore):
                     conn.execute(insert_ignoring_duplicates(conn, schema.embedding_cache), values)
                     copied += len(values)
         return copied
+
+    def settle_imported_documents(self, doc_ids: Sequence[int]) -> int:
+        """Mark ``doc_ids`` still PROCESSING SUCCESS, once the import indexed and verified their chunks.
+
+        A document is recorded PROCESSING in the same transaction as its chunk rows, and marked SUCCESS once its
+        index copies are written. An export taken while an ingest ran holds some documents in between: complete
+        rows whose copies the import has just rebuilt. Left PROCESSING, they would be listed as in progress
+        forever and parsed again by every ingest of their folder.
+        """
+        settled = 0
+        with self._tx() as conn:
+            for part in batches(list(doc_ids)):
+                settled += conn.execute(
+                    update(schema.documents)
+                    .where(DOC.doc_id.in_(part), DOC.status == RunStatus.PROCESSING)
+                    .values(status=RunStatus.SUCCESS, error=None)
+                ).rowcount
+        return settled
 
 
 def set_digest(conn: Connection, user_id: int, set_id: int) -> SetDigest:
