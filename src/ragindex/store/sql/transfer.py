@@ -16,7 +16,23 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, LargeBinary, Select, delete, insert, select, update
+import orjson
+from sqlalchemy import (
+    JSON,
+    Connection,
+    DateTime,
+    LargeBinary,
+    Select,
+    String,
+    Table,
+    Text,
+    cast,
+    delete,
+    insert,
+    select,
+    type_coerce,
+    update,
+)
 from sqlalchemy.exc import SQLAlchemyError
 
 from ragindex.clock import utcnow
@@ -127,10 +143,28 @@ class SqlSnapshot:
         keys = [str(r[0]) for r in self._conn.execute(select(schema.embedding_cache.c.model_key).distinct())]
         return sorted(k for k in keys if k.rsplit("|", 1)[0] in fingerprints)
 
+    def _raw_columns(self, table: Table) -> list[Any]:
+        """``table``'s columns, JSON ones as their stored text (and SQLite's timestamps as theirs): nothing decoded.
+
+        The archive writes a JSON column's text verbatim and a timestamp as ISO 8601 text, so decoding either into
+        Python objects only to encode it again was most of an export's CPU.
+        """
+        dialect = self._conn.dialect.name
+        out: list[Any] = []
+        for column in table.columns:
+            if isinstance(column.type, JSON):
+                # psycopg parses json itself, whatever SQLAlchemy's type says: only a cast keeps the text
+                out.append((cast if dialect == "postgresql" else type_coerce)(column, Text).label(column.name))
+            elif dialect == "sqlite" and isinstance(column.type, DateTime):
+                out.append(type_coerce(column, String).label(column.name))  # "YYYY-MM-DD HH:MM:SS.ffffff"
+            else:
+                out.append(column)
+        return out
+
     def query(self, table: str, model_keys: Sequence[str] = ()) -> Select[Any] | None:
         """The SELECT of ``table``'s rows in scope (None: the table has none to take in this scope)."""
         t = schema.metadata.tables[table]
-        base = select(*t.columns)
+        base = select(*self._raw_columns(t))
         if table == "documents":
             return base.where(DOC.lifecycle_status == Lifecycle.ACTIVE, *self._tenant(t)).order_by(DOC.doc_id)
         if table == "chunks":
@@ -153,13 +187,27 @@ class SqlSnapshot:
         raise StoreError(f"table {table!r} is not exported")
 
     def rows(self, table: str, model_keys: Sequence[str] = ()) -> Iterator[Sequence[Any]]:
-        """``table``'s rows in scope, streamed, each in :func:`columns_of` order."""
+        """``table``'s rows in scope, streamed, each in :func:`columns_of` order.
+
+        A JSON column's value is its stored JSON text as an :class:`orjson.Fragment` (written verbatim, never
+        decoded); a timestamp is a :class:`~datetime.datetime`, or on SQLite its stored ISO 8601 text.
+        """
         query = self.query(table, model_keys)
         if query is None:
             return
+        json_at = [i for i, c in enumerate(schema.metadata.tables[table].columns) if isinstance(c.type, JSON)]
         try:
             result = self._conn.execution_options(stream_results=True, yield_per=_STREAM_ROWS).execute(query)
-            yield from result
+            for part in result.partitions():
+                if not json_at:
+                    yield from part
+                    continue
+                for row in part:
+                    values = list(row)
+                    for i in json_at:
+                        if isinstance(values[i], str):
+                            values[i] = orjson.Fragment(values[i])
+                    yield values
         except SQLAlchemyError as exc:
             raise StoreError(f"reading {table} for the export failed: {exc}") from exc
 
