@@ -86,7 +86,8 @@ def _variants(lines: list[str]) -> dict[str, tuple[list[str], list[str]]]:
 
 
 def _peer(python: Path, *args: str) -> Proc:
-    proc = run_proc([str(python), str(PEER_SCRIPT), *args], cwd=ROOT)
+    # -P: the script's folder (bench/) is not put first on sys.path, where bench/collections.py would shadow the stdlib
+    proc = run_proc([str(python), "-P", str(PEER_SCRIPT), *args], cwd=ROOT)
     proc.json()  # raises with the child's stderr when it failed
     return proc
 
