@@ -10,8 +10,8 @@ camelot's stream and network modes and pdfplumber's text strategy, run by ``benc
   ``tests/files/tabula/icdar2013-dataset`` of a camelot checkout); without it that part is skipped.
 * **Self-made documents** whose tables we know: the reportlab tables of ``tests/tablekit.py`` (stacked rows beside
   a row-spanning label, with and without booktabs rules; dot leaders, wrapped labels and a table continued on the
-  next page of a three-column notice) and the LibreOffice report of ``tests/fixtures/parsing`` (a ruled table and
-  one without rules).
+  next page of a three-column notice; a grid with column rules in its header row only) and the LibreOffice report
+  of ``tests/fixtures/parsing`` (a ruled table and one without rules).
 
 Scores, per ground-truth table, against the found table on its pages that matches it best (cells compared after
 removing whitespace and case): **cells** P/R: the multiset of non-empty cell texts; **adjacency** P/R: the pairs
@@ -130,6 +130,7 @@ def own_tables(work: Path) -> list[Truth]:
         "stacked-booktabs": lambda: tablekit.stacked_table_pdf(rules=True),
         "stacked-no-rules": lambda: tablekit.stacked_table_pdf(rules=False),
         "leaders-continued": tablekit.continued_table_pdf,
+        "header-ruled": tablekit.header_ruled_table_pdf,
     }
     for name, build in builders.items():
         data, tables = build()
@@ -202,7 +203,8 @@ def baseline_tables(tool: str, paths: Sequence[Path]) -> tuple[dict[Path, list[F
     if not python.is_file():
         return None
     proc = subprocess.run(
-        [str(python), str(ROOT / "bench" / "table_baselines.py"), tool, *map(str, paths)],
+        # -P: bench/ is not put on sys.path, where bench/collections.py would shadow the standard library
+        [str(python), "-P", str(ROOT / "bench" / "table_baselines.py"), tool, *map(str, paths)],
         capture_output=True,
         text=True,
         check=True,

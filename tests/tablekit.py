@@ -162,3 +162,45 @@ def continued_table_pdf() -> tuple[bytes, list[Rows]]:
 def simple_rows(table: Sequence[Sequence[str | None]]) -> Rows:
     """Rows with None as ""."""
     return [[c or "" for c in row] for row in table]
+
+
+SHARE_HEADER = ["Country", "Domestic (%)", "Imported (%)", "Unknown (%)", "Total (n)"]
+SHARE_ROWS = [
+    ("Austria", "86.2", "13.8", "0", "3,375"),
+    ("Czech Republic", "98.6", "1.4", "0", "17,655"),
+    ("Denmark", "3.1", "10.2", "86.7", "1,662"),
+    ("United Kingdom", "24.0", "21.4", "54.6", "13,802"),
+    ("EU Total", "65.1", "7.9", "27.0", "151,292"),
+]
+SHARE_NOTE = "Source: national reports to the agency, as received by the end of March"
+
+
+def header_ruled_table_pdf() -> tuple[bytes, list[Rows]]:
+    """A grid whose column rules are drawn in the header row only: the body rows are ruled across the whole width,
+    so a ruling-line finder sees each body row as one wide cell; the last row, a note, really spans the width."""
+    buffer = io.BytesIO()
+    pdf = _canvas(buffer, "Share of cases by origin")
+    xs = [85, 170, 255, 340, 425, 510]
+    pdf.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+    pdf.drawString(85, 720, "Table 4. Reported cases by origin of infection, 2007.")  # type: ignore[attr-defined]
+    top, height = 700, 16
+    rows = [SHARE_HEADER, *[list(r) for r in SHARE_ROWS]]
+    bottom = top - height * (len(rows) + 1)
+    pdf.setLineWidth(0.5)  # type: ignore[attr-defined]
+    for i in range(len(rows) + 2):  # every row ruled across the width
+        pdf.line(xs[0], top - i * height, xs[-1], top - i * height)  # type: ignore[attr-defined]
+    pdf.line(xs[0], top, xs[0], bottom)  # type: ignore[attr-defined]
+    pdf.line(xs[-1], top, xs[-1], bottom)  # type: ignore[attr-defined]
+    for x in xs[1:-1]:  # column rules in the header row only
+        pdf.line(x, top, x, top - height)  # type: ignore[attr-defined]
+    for i, row in enumerate(rows):
+        y = top - (i + 1) * height + 5
+        pdf.setFont("Helvetica-Bold" if i == 0 else "Helvetica", 9)  # type: ignore[attr-defined]
+        pdf.drawString(xs[0] + 4, y, row[0])  # type: ignore[attr-defined]
+        for x, value in zip(xs[2:], row[1:], strict=True):
+            pdf.drawRightString(x - 4, y, value)  # type: ignore[attr-defined]
+    pdf.setFont("Helvetica", 9)  # type: ignore[attr-defined]
+    pdf.drawString(xs[0] + 4, bottom + 5, SHARE_NOTE)  # type: ignore[attr-defined]
+    pdf.showPage()  # type: ignore[attr-defined]
+    pdf.save()  # type: ignore[attr-defined]
+    return buffer.getvalue(), [[*rows, [SHARE_NOTE, "", "", "", ""]]]

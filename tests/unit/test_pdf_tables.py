@@ -16,7 +16,14 @@ from ragindex.chunking.sections import with_sections
 from ragindex.loaders.pdf import PdfLoader
 from ragindex.loaders.pdf_tables import bands_of, is_numeric, segments_of
 from ragindex.types import BlockKind, Document
-from tablekit import COST_HEADER, COST_ROWS, continued_table_pdf, simple_rows, stacked_table_pdf
+from tablekit import (
+    COST_HEADER,
+    COST_ROWS,
+    continued_table_pdf,
+    header_ruled_table_pdf,
+    simple_rows,
+    stacked_table_pdf,
+)
 
 
 def _load(data: bytes, name: str = "t.pdf") -> Document:
@@ -114,6 +121,15 @@ def test_a_ruled_grid_stacking_two_rows_per_cell_is_split_with_its_spanning_labe
             ["4", "HTML", "0.952", "0.843"],
         ]
     ]
+
+
+def test_body_rows_ruled_across_the_width_are_split_into_the_header_columns() -> None:
+    data, expected = header_ruled_table_pdf()
+    doc = _load(data)
+    assert _tables(doc) == expected
+    assert "| Czech Republic | 98.6 | 1.4 | 0 | 17,655 |" in doc.text
+    # the note across the whole width is word-spaced: it stays one cell
+    assert "| Source: national reports to the agency, as received by the end of March |" in doc.text
 
 
 def test_dot_leaders_are_cut_and_numbers_recognised() -> None:
