@@ -204,3 +204,72 @@ def header_ruled_table_pdf() -> tuple[bytes, list[Rows]]:
     pdf.showPage()  # type: ignore[attr-defined]
     pdf.save()  # type: ignore[attr-defined]
     return buffer.getvalue(), [[*rows, [SHARE_NOTE, "", "", "", ""]]]
+
+
+WEIGHT_HEADER = ["Dose (ppm)", "No.", "Weight (g)", "Relative (%)"]
+WEIGHT_SECTIONS = [
+    ("Male", [("0", "39", "5.8", ""), ("250", "30", "5.9", "102"), ("500", "33", "6.0", "103")]),
+    ("Female", [("0", "23", "5.4", ""), ("250", "34", "5.6", "104"), ("500", "32", "5.4", "100")]),
+]
+
+
+def sectioned_table_pdf() -> tuple[bytes, list[Rows]]:
+    """A table without rules whose rows fall in sections, each under a label alone on its line and set off by more
+    space than the rows (``Male`` ... ``Female``); the first row of a section leaves a cell empty."""
+    buffer = io.BytesIO()
+    pdf = _canvas(buffer, "Body weights")
+    xs = [90, 170, 240, 330]  # right edges of the columns (numbers are right-aligned)
+    pdf.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+    pdf.drawString(72, 730, "Table 3. Mean body weights of the pups by dose.")  # type: ignore[attr-defined]
+    y = 700
+    pdf.setFont("Helvetica-Bold", 9)  # type: ignore[attr-defined]
+    for x, label in zip(xs, WEIGHT_HEADER, strict=True):
+        pdf.drawRightString(x + 20, y, label)  # type: ignore[attr-defined]
+    pdf.setFont("Helvetica", 9)  # type: ignore[attr-defined]
+    expected: Rows = [WEIGHT_HEADER]
+    y -= 16
+    for label, rows in WEIGHT_SECTIONS:
+        y -= 8
+        pdf.drawString(72, y, label)  # type: ignore[attr-defined]
+        expected.append([label, "", "", ""])
+        y -= 20
+        for row in rows:
+            for x, value in zip(xs, row, strict=True):
+                pdf.drawRightString(x + 20, y, value)  # type: ignore[attr-defined]
+            expected.append(list(row))
+            y -= 11
+    pdf.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+    pdf.drawString(72, y - 20, "Weights are group means; the control group has no relative weight.")  # type: ignore[attr-defined]
+    pdf.showPage()  # type: ignore[attr-defined]
+    pdf.save()  # type: ignore[attr-defined]
+    return buffer.getvalue(), [expected]
+
+
+def lists_and_chart_pdf() -> bytes:
+    """No table at all: a bulleted list, a numbered list, and a line chart's two value axes (0 to 450 by 50, and
+    0 to 90 by 10) with its date labels under the plot, as a chart drawn with text labels looks."""
+    buffer = io.BytesIO()
+    pdf = _canvas(buffer, "Lists and a chart")
+    pdf.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+    y = 740
+    for item in ("polytechnic teachers,", "vocational subject teachers,", "senior lecturers, and", "tutors."):
+        pdf.drawString(80, y, "•")  # type: ignore[attr-defined]
+        pdf.drawString(100, y, item)  # type: ignore[attr-defined]
+        y -= 14
+    y -= 14
+    steps = ("Compute the trip distance.", "Drop the idle time.", "Set the rate to 3 mph/s.", "Sum the trips.")
+    for i, step in enumerate(steps, 1):
+        pdf.drawString(80, y, f"{i}.")  # type: ignore[attr-defined]
+        pdf.drawString(100, y, step)  # type: ignore[attr-defined]
+        y -= 14
+    y -= 30
+    pdf.drawString(200, y, "Figure 2. Spread against the reference (bp)")  # type: ignore[attr-defined]
+    y -= 20
+    for i in range(10):  # the axes' tick labels, left and right of the plot
+        pdf.drawRightString(100, y - i * 18, str(450 - 50 * i))  # type: ignore[attr-defined]
+        pdf.drawString(480, y - i * 18, str(90 - 10 * i))  # type: ignore[attr-defined]
+    pdf.rect(110, y - 9 * 18, 360, 9 * 18)  # type: ignore[attr-defined]
+    pdf.drawString(110, y - 9 * 18 - 14, "Jan-08   Jul-08   Jan-09   Jul-09   Jan-10")  # type: ignore[attr-defined]
+    pdf.showPage()  # type: ignore[attr-defined]
+    pdf.save()  # type: ignore[attr-defined]
+    return buffer.getvalue()

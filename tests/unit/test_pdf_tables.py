@@ -21,6 +21,8 @@ from tablekit import (
     COST_ROWS,
     continued_table_pdf,
     header_ruled_table_pdf,
+    lists_and_chart_pdf,
+    sectioned_table_pdf,
     simple_rows,
     stacked_table_pdf,
 )
@@ -130,6 +132,20 @@ def test_body_rows_ruled_across_the_width_are_split_into_the_header_columns() ->
     assert "| Czech Republic | 98.6 | 1.4 | 0 | 17,655 |" in doc.text
     # the note across the whole width is word-spaced: it stays one cell
     assert "| Source: national reports to the agency, as received by the end of March |" in doc.text
+
+
+def test_section_labels_set_off_by_space_stay_rows_of_one_table() -> None:
+    data, expected = sectioned_table_pdf()
+    doc = _load(data)
+    assert _tables(doc) == expected  # one table, "Female" a row of it (not a paragraph, not glued to a value)
+    assert "| Female |  |  |  |\n| 0 | 23 | 5.4 |  |" in doc.text
+
+
+def test_bulleted_and_numbered_lists_and_chart_axes_are_not_tables() -> None:
+    doc = _load(lists_and_chart_pdf())
+    assert not [b for b in doc.blocks if b.kind == BlockKind.TABLE]
+    assert "polytechnic teachers" in doc.text and "Set the rate to 3 mph/s." in doc.text
+    assert "450" in doc.text and "Jan-08" in doc.text  # the chart's labels stay text
 
 
 def test_dot_leaders_are_cut_and_numbers_recognised() -> None:
