@@ -273,3 +273,51 @@ def lists_and_chart_pdf() -> bytes:
     pdf.showPage()  # type: ignore[attr-defined]
     pdf.save()  # type: ignore[attr-defined]
     return buffer.getvalue()
+
+
+POPULATION_ROWS = [
+    ("2-11 months", "1,087,948", "1,022,490", "292,652", "255,744", "3,350,188"),
+    ("1-2", "2,586,688", "2,568,738", "647,701", "639,327", "8,002,463"),
+    ("3-5", "3,867,692", "3,576,723", "935,862", "938,510", "11,654,990"),
+    ("6-11", "7,808,033", "7,401,349", "1,770,525", "1,732,954", "22,527,176"),
+    ("All", "90,057,499", "94,823,234", "14,392,149", "16,622,916", "251,097,002"),
+]
+
+
+def grid_around_values_pdf() -> tuple[bytes, list[Rows]]:
+    """A grid drawn around the value columns only: the row labels stand left of it and the totals right of it, and
+    its column rules part the groups (``White``: ``Male`` ``Female``), not the columns inside a group."""
+    buffer = io.BytesIO()
+    pdf = _canvas(buffer, "Population totals")
+    label_x, rights, total_right = 74, [210, 280, 350, 420], 520
+    grid = (150, 425)
+    pdf.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+    pdf.drawString(72, 730, "Table 2.3: Population totals by age, gender and race.")  # type: ignore[attr-defined]
+    top = 712
+    pdf.setLineWidth(0.5)  # type: ignore[attr-defined]
+    y = top - 12
+    pdf.setFont("Helvetica-Bold", 9)  # type: ignore[attr-defined]
+    pdf.drawString(label_x, y, "Age (years)")  # type: ignore[attr-defined]
+    pdf.drawString(180, y, "White")  # type: ignore[attr-defined]
+    pdf.drawString(320, y, "Black")  # type: ignore[attr-defined]
+    pdf.drawRightString(total_right, y, "Total population")  # type: ignore[attr-defined]
+    y -= 13
+    for right, label in zip(rights, ("Male", "Female", "Male", "Female"), strict=True):
+        pdf.drawRightString(right, y, label)  # type: ignore[attr-defined]
+    header_bottom = y - 5
+    pdf.setFont("Helvetica", 9)  # type: ignore[attr-defined]
+    y -= 18
+    for label, *values, total in POPULATION_ROWS:
+        pdf.drawString(label_x, y, label)  # type: ignore[attr-defined]
+        for right, value in zip(rights, values, strict=True):
+            pdf.drawRightString(right, y, value)  # type: ignore[attr-defined]
+        pdf.drawRightString(total_right, y, total)  # type: ignore[attr-defined]
+        y -= 13
+    bottom = y + 8
+    for line_y in (top, header_bottom, bottom):
+        pdf.line(grid[0], line_y, grid[1], line_y)  # type: ignore[attr-defined]
+    for x in (grid[0], 285, grid[1]):  # the rules part the two groups only
+        pdf.line(x, top, x, bottom)  # type: ignore[attr-defined]
+    pdf.showPage()  # type: ignore[attr-defined]
+    pdf.save()  # type: ignore[attr-defined]
+    return buffer.getvalue(), [[list(r) for r in POPULATION_ROWS]]

@@ -20,6 +20,7 @@ from tablekit import (
     COST_HEADER,
     COST_ROWS,
     continued_table_pdf,
+    grid_around_values_pdf,
     header_ruled_table_pdf,
     lists_and_chart_pdf,
     sectioned_table_pdf,
@@ -146,6 +147,16 @@ def test_bulleted_and_numbered_lists_and_chart_axes_are_not_tables() -> None:
     assert not [b for b in doc.blocks if b.kind == BlockKind.TABLE]
     assert "polytechnic teachers" in doc.text and "Set the rate to 3 mph/s." in doc.text
     assert "450" in doc.text and "Jan-08" in doc.text  # the chart's labels stay text
+
+
+def test_a_grid_around_the_values_only_gives_way_to_the_whole_table_of_aligned_text() -> None:
+    data, expected = grid_around_values_pdf()
+    doc = _load(data)
+    tables = _tables(doc)
+    assert len(tables) == 1 and tables[0][1:] == expected[0]  # labels and totals in the rows of the values
+    assert "| 1-2 | 2,586,688 | 2,568,738 | 647,701 | 639,327 | 8,002,463 |" in doc.text
+    assert "2,586,688 2,568,738" not in doc.text  # a group's two columns are not one grid cell
+    assert tables[0][0][0] == "Age (years)" and tables[0][0][-1] == "Total population"
 
 
 def test_dot_leaders_are_cut_and_numbers_recognised() -> None:
