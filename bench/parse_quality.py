@@ -11,8 +11,8 @@ camelot's stream and network modes and pdfplumber's text strategy, run by ``benc
 * **Self-made documents** whose tables we know: the reportlab tables of ``tests/tablekit.py`` (stacked rows beside
   a row-spanning label, with and without booktabs rules; dot leaders, wrapped labels and a table continued on the
   next page of a three-column notice; a grid with column rules in its header row only; rows in sections under
-  labels set off by space) and the LibreOffice report of ``tests/fixtures/parsing`` (a ruled table and one without
-  rules).
+  labels set off by space; labels of a number and a unit word) and the LibreOffice report of
+  ``tests/fixtures/parsing`` (a ruled table and one without rules).
 
 Scores, per ground-truth table, against the found table on its pages that matches it best (cells compared after
 removing whitespace and case): **cells** P/R: the multiset of non-empty cell texts; **adjacency** P/R: the pairs
@@ -133,6 +133,7 @@ def own_tables(work: Path) -> list[Truth]:
         "leaders-continued": tablekit.continued_table_pdf,
         "header-ruled": tablekit.header_ruled_table_pdf,
         "sectioned": tablekit.sectioned_table_pdf,
+        "unit-column": tablekit.unit_column_table_pdf,
     }
     for name, build in builders.items():
         data, tables = build()

@@ -321,3 +321,30 @@ def grid_around_values_pdf() -> tuple[bytes, list[Rows]]:
     pdf.showPage()  # type: ignore[attr-defined]
     pdf.save()  # type: ignore[attr-defined]
     return buffer.getvalue(), [[list(r) for r in POPULATION_ROWS]]
+
+
+AGE_ROWS = [("1", "3,269,557"), ("2", "3,223,816"), ("3", "3,179,441"), ("14", "3,782,784"), ("15", "4,059,898")]
+
+
+def unit_column_table_pdf() -> tuple[bytes, list[Rows]]:
+    """Row labels made of a right-aligned number and a unit word left-aligned after a gap (``14 | years``), under one
+    header (``Age``): the unit stands in a column of its own that has no header."""
+    buffer = io.BytesIO()
+    pdf = _canvas(buffer, "Population by age")
+    pdf.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+    pdf.drawString(72, 730, "Table 5. Resident population by single year of age.")  # type: ignore[attr-defined]
+    y = 706
+    pdf.setFont("Helvetica-Bold", 9)  # type: ignore[attr-defined]
+    pdf.drawString(80, y, "Age")  # type: ignore[attr-defined]
+    pdf.drawRightString(300, y, "Total population")  # type: ignore[attr-defined]
+    pdf.setFont("Helvetica", 9)  # type: ignore[attr-defined]
+    expected: Rows = [["Age", "Total population"]]
+    for age, total in AGE_ROWS:
+        y -= 13
+        pdf.drawRightString(100, y, age)  # type: ignore[attr-defined]
+        pdf.drawString(112, y, "years")  # type: ignore[attr-defined]
+        pdf.drawRightString(300, y, total)  # type: ignore[attr-defined]
+        expected.append([f"{age} years", total])
+    pdf.showPage()  # type: ignore[attr-defined]
+    pdf.save()  # type: ignore[attr-defined]
+    return buffer.getvalue(), [expected]

@@ -26,6 +26,7 @@ from tablekit import (
     sectioned_table_pdf,
     simple_rows,
     stacked_table_pdf,
+    unit_column_table_pdf,
 )
 
 
@@ -157,6 +158,13 @@ def test_a_grid_around_the_values_only_gives_way_to_the_whole_table_of_aligned_t
     assert "| 1-2 | 2,586,688 | 2,568,738 | 647,701 | 639,327 | 8,002,463 |" in doc.text
     assert "2,586,688 2,568,738" not in doc.text  # a group's two columns are not one grid cell
     assert tables[0][0][0] == "Age (years)" and tables[0][0][-1] == "Total population"
+
+
+def test_a_unit_column_without_a_header_joins_the_label_on_its_left() -> None:
+    data, expected = unit_column_table_pdf()
+    doc = _load(data)
+    assert _tables(doc) == expected
+    assert "| 14 years | 3,782,784 |" in doc.text
 
 
 def test_dot_leaders_are_cut_and_numbers_recognised() -> None:

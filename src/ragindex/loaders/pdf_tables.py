@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -49,6 +50,7 @@ _SECTION_GAP_HEIGHTS = 0.8
 _MAX_SECTION_LABELS = 2
 _AXIS_MIN_TICKS = 4
 _AXIS_SHARE = 0.75
+_UNIT_SHARE = 0.8
 _BAND_TOLERANCE = 0.34
 _MAX_GAP_LINES = 2.5
 _MIN_DATA_BANDS = 3
@@ -461,8 +463,32 @@ def _table(region: Sequence[Band]) -> GeoTable | None:
     out_rows: list[list[str | None]] = [[c or None for c in r.cells] for r in logical]
     if header:
         out_rows.insert(0, header_row)
+        out_rows, columns = _join_unit_columns(out_rows, columns)
     box = BBox(x0, min(b.top for b in region), x1, max(b.bottom for b in region))
     return GeoTable(box=box, rows=out_rows, header=1 if header else 0, columns=columns)
+
+
+def _join_unit_columns(
+    rows: list[list[str | None]], columns: list[tuple[float, float]]
+) -> tuple[list[list[str | None]], list[tuple[float, float]]]:
+    """A column without a header that repeats one word (``1 | years``, ``2 | years``) joined to the one on its left.
+
+    A label of a number and a unit, the number right-aligned and the unit left-aligned, splits into two columns
+    under one header (``Age``); the unit column has no header of its own and says the same word all the way down.
+    """
+    header, body = rows[0], rows[1:]
+    c = len(header) - 1
+    while c > 0:
+        cells = [x for r in body if (x := r[c])]
+        if not header[c] and header[c - 1] and len(cells) >= _MIN_DATA_BANDS and not any(map(is_numeric, cells)):
+            word, count = Counter(cells).most_common(1)[0]
+            if count >= _UNIT_SHARE * len(cells) and len(word.split()) == 1:
+                for r in rows:
+                    r[c - 1] = " ".join(x for x in (r[c - 1], r[c]) if x) or None
+                    del r[c]
+                columns = [*columns[: c - 1], (columns[c - 1][0], columns[c][1]), *columns[c + 1 :]]
+        c -= 1
+    return rows, columns
 
 
 def _list(rows: Sequence[_Row], numeric: Sequence[int]) -> bool:
