@@ -188,7 +188,8 @@ def _rapidocr(targets: list[tuple[Scan, str, Any]]) -> list[dict]:
         image.save(path)
         paths.append(str(path))
     done = subprocess.run(
-        [str(VENV / "bin" / "python"), str(ROOT / "bench" / "ocr_rapid.py"), *paths],
+        # -P: bench/ is not put on sys.path, where bench/collections.py would shadow the standard library
+        [str(VENV / "bin" / "python"), "-P", str(ROOT / "bench" / "ocr_rapid.py"), *paths],
         capture_output=True,
         text=True,
         check=False,

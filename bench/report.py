@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench import ocr_quality
+from bench import ocr_quality, parse_quality
 from bench.common import REPORT, load_results, machine, now, versions
 
 
@@ -432,6 +432,7 @@ SECTIONS = {
     "light": ("(f) Light query encoder: ONNX Runtime vs torch", _light),
     "watch": ("(g) Watch: file saved -> searchable", _watch),
     "records": ("(h) Records and metadata filters", _records),
+    "parse-quality": ("Parse quality: tables against ground truth, OCR scans (issue 26)", parse_quality.render),
     "ocr-quality": ("OCR quality: reading order, low-resolution and Chinese scans (issue 26)", ocr_quality.render),
     "export": ("(i) Export and import (moving to servers)", _export),
     "peers": ("(j) Side by side: ragindex, Chroma, LangChain index()", _peers),
@@ -444,7 +445,7 @@ def render() -> str:
         "# Benchmarks",
         "",
         "Produced by `make bench` (`python -m bench.run [ingest] [noop] [change] [query] [pdf] [light] [watch] "
-        "[records] [export] [peers]`); raw figures "
+        "[records] [parse-quality] [ocr-quality] [export] [peers]`); raw figures "
         "in `docs/benchmarks.json`. Every timing is wall-clock; CLI figures are child processes of the real "
         "`ragindex` (process start, imports and model load included) and peak RSS comes from `wait4`'s rusage "
         "(or `VmHWM` for in-process measurements).",

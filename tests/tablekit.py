@@ -162,3 +162,189 @@ def continued_table_pdf() -> tuple[bytes, list[Rows]]:
 def simple_rows(table: Sequence[Sequence[str | None]]) -> Rows:
     """Rows with None as ""."""
     return [[c or "" for c in row] for row in table]
+
+
+SHARE_HEADER = ["Country", "Domestic (%)", "Imported (%)", "Unknown (%)", "Total (n)"]
+SHARE_ROWS = [
+    ("Austria", "86.2", "13.8", "0", "3,375"),
+    ("Czech Republic", "98.6", "1.4", "0", "17,655"),
+    ("Denmark", "3.1", "10.2", "86.7", "1,662"),
+    ("United Kingdom", "24.0", "21.4", "54.6", "13,802"),
+    ("EU Total", "65.1", "7.9", "27.0", "151,292"),
+]
+SHARE_NOTE = "Source: national reports to the agency, as received by the end of March"
+
+
+def header_ruled_table_pdf() -> tuple[bytes, list[Rows]]:
+    """A grid whose column rules are drawn in the header row only: the body rows are ruled across the whole width,
+    so a ruling-line finder sees each body row as one wide cell; the last row, a note, really spans the width."""
+    buffer = io.BytesIO()
+    pdf = _canvas(buffer, "Share of cases by origin")
+    xs = [85, 170, 255, 340, 425, 510]
+    pdf.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+    pdf.drawString(85, 720, "Table 4. Reported cases by origin of infection, 2007.")  # type: ignore[attr-defined]
+    top, height = 700, 16
+    rows = [SHARE_HEADER, *[list(r) for r in SHARE_ROWS]]
+    bottom = top - height * (len(rows) + 1)
+    pdf.setLineWidth(0.5)  # type: ignore[attr-defined]
+    for i in range(len(rows) + 2):  # every row ruled across the width
+        pdf.line(xs[0], top - i * height, xs[-1], top - i * height)  # type: ignore[attr-defined]
+    pdf.line(xs[0], top, xs[0], bottom)  # type: ignore[attr-defined]
+    pdf.line(xs[-1], top, xs[-1], bottom)  # type: ignore[attr-defined]
+    for x in xs[1:-1]:  # column rules in the header row only
+        pdf.line(x, top, x, top - height)  # type: ignore[attr-defined]
+    for i, row in enumerate(rows):
+        y = top - (i + 1) * height + 5
+        pdf.setFont("Helvetica-Bold" if i == 0 else "Helvetica", 9)  # type: ignore[attr-defined]
+        pdf.drawString(xs[0] + 4, y, row[0])  # type: ignore[attr-defined]
+        for x, value in zip(xs[2:], row[1:], strict=True):
+            pdf.drawRightString(x - 4, y, value)  # type: ignore[attr-defined]
+    pdf.setFont("Helvetica", 9)  # type: ignore[attr-defined]
+    pdf.drawString(xs[0] + 4, bottom + 5, SHARE_NOTE)  # type: ignore[attr-defined]
+    pdf.showPage()  # type: ignore[attr-defined]
+    pdf.save()  # type: ignore[attr-defined]
+    return buffer.getvalue(), [[*rows, [SHARE_NOTE, "", "", "", ""]]]
+
+
+WEIGHT_HEADER = ["Dose (ppm)", "No.", "Weight (g)", "Relative (%)"]
+WEIGHT_SECTIONS = [
+    ("Male", [("0", "39", "5.8", ""), ("250", "30", "5.9", "102"), ("500", "33", "6.0", "103")]),
+    ("Female", [("0", "23", "5.4", ""), ("250", "34", "5.6", "104"), ("500", "32", "5.4", "100")]),
+]
+
+
+def sectioned_table_pdf() -> tuple[bytes, list[Rows]]:
+    """A table without rules whose rows fall in sections, each under a label alone on its line and set off by more
+    space than the rows (``Male`` ... ``Female``); the first row of a section leaves a cell empty."""
+    buffer = io.BytesIO()
+    pdf = _canvas(buffer, "Body weights")
+    xs = [90, 170, 240, 330]  # right edges of the columns (numbers are right-aligned)
+    pdf.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+    pdf.drawString(72, 730, "Table 3. Mean body weights of the pups by dose.")  # type: ignore[attr-defined]
+    y = 700
+    pdf.setFont("Helvetica-Bold", 9)  # type: ignore[attr-defined]
+    for x, label in zip(xs, WEIGHT_HEADER, strict=True):
+        pdf.drawRightString(x + 20, y, label)  # type: ignore[attr-defined]
+    pdf.setFont("Helvetica", 9)  # type: ignore[attr-defined]
+    expected: Rows = [WEIGHT_HEADER]
+    y -= 16
+    for label, rows in WEIGHT_SECTIONS:
+        y -= 8
+        pdf.drawString(72, y, label)  # type: ignore[attr-defined]
+        expected.append([label, "", "", ""])
+        y -= 20
+        for row in rows:
+            for x, value in zip(xs, row, strict=True):
+                pdf.drawRightString(x + 20, y, value)  # type: ignore[attr-defined]
+            expected.append(list(row))
+            y -= 11
+    pdf.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+    pdf.drawString(72, y - 20, "Weights are group means; the control group has no relative weight.")  # type: ignore[attr-defined]
+    pdf.showPage()  # type: ignore[attr-defined]
+    pdf.save()  # type: ignore[attr-defined]
+    return buffer.getvalue(), [expected]
+
+
+def lists_and_chart_pdf() -> bytes:
+    """No table at all: a bulleted list, a numbered list, and a line chart's two value axes (0 to 450 by 50, and
+    0 to 90 by 10) with its date labels under the plot, as a chart drawn with text labels looks."""
+    buffer = io.BytesIO()
+    pdf = _canvas(buffer, "Lists and a chart")
+    pdf.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+    y = 740
+    for item in ("polytechnic teachers,", "vocational subject teachers,", "senior lecturers, and", "tutors."):
+        pdf.drawString(80, y, "•")  # type: ignore[attr-defined]
+        pdf.drawString(100, y, item)  # type: ignore[attr-defined]
+        y -= 14
+    y -= 14
+    steps = ("Compute the trip distance.", "Drop the idle time.", "Set the rate to 3 mph/s.", "Sum the trips.")
+    for i, step in enumerate(steps, 1):
+        pdf.drawString(80, y, f"{i}.")  # type: ignore[attr-defined]
+        pdf.drawString(100, y, step)  # type: ignore[attr-defined]
+        y -= 14
+    y -= 30
+    pdf.drawString(200, y, "Figure 2. Spread against the reference (bp)")  # type: ignore[attr-defined]
+    y -= 20
+    for i in range(10):  # the axes' tick labels, left and right of the plot
+        pdf.drawRightString(100, y - i * 18, str(450 - 50 * i))  # type: ignore[attr-defined]
+        pdf.drawString(480, y - i * 18, str(90 - 10 * i))  # type: ignore[attr-defined]
+    pdf.rect(110, y - 9 * 18, 360, 9 * 18)  # type: ignore[attr-defined]
+    pdf.drawString(110, y - 9 * 18 - 14, "Jan-08   Jul-08   Jan-09   Jul-09   Jan-10")  # type: ignore[attr-defined]
+    pdf.showPage()  # type: ignore[attr-defined]
+    pdf.save()  # type: ignore[attr-defined]
+    return buffer.getvalue()
+
+
+POPULATION_ROWS = [
+    ("2-11 months", "1,087,948", "1,022,490", "292,652", "255,744", "3,350,188"),
+    ("1-2", "2,586,688", "2,568,738", "647,701", "639,327", "8,002,463"),
+    ("3-5", "3,867,692", "3,576,723", "935,862", "938,510", "11,654,990"),
+    ("6-11", "7,808,033", "7,401,349", "1,770,525", "1,732,954", "22,527,176"),
+    ("All", "90,057,499", "94,823,234", "14,392,149", "16,622,916", "251,097,002"),
+]
+
+
+def grid_around_values_pdf() -> tuple[bytes, list[Rows]]:
+    """A grid drawn around the value columns only: the row labels stand left of it and the totals right of it, and
+    its column rules part the groups (``White``: ``Male`` ``Female``), not the columns inside a group."""
+    buffer = io.BytesIO()
+    pdf = _canvas(buffer, "Population totals")
+    label_x, rights, total_right = 74, [210, 280, 350, 420], 520
+    grid = (150, 425)
+    pdf.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+    pdf.drawString(72, 730, "Table 2.3: Population totals by age, gender and race.")  # type: ignore[attr-defined]
+    top = 712
+    pdf.setLineWidth(0.5)  # type: ignore[attr-defined]
+    y = top - 12
+    pdf.setFont("Helvetica-Bold", 9)  # type: ignore[attr-defined]
+    pdf.drawString(label_x, y, "Age (years)")  # type: ignore[attr-defined]
+    pdf.drawString(180, y, "White")  # type: ignore[attr-defined]
+    pdf.drawString(320, y, "Black")  # type: ignore[attr-defined]
+    pdf.drawRightString(total_right, y, "Total population")  # type: ignore[attr-defined]
+    y -= 13
+    for right, label in zip(rights, ("Male", "Female", "Male", "Female"), strict=True):
+        pdf.drawRightString(right, y, label)  # type: ignore[attr-defined]
+    header_bottom = y - 5
+    pdf.setFont("Helvetica", 9)  # type: ignore[attr-defined]
+    y -= 18
+    for label, *values, total in POPULATION_ROWS:
+        pdf.drawString(label_x, y, label)  # type: ignore[attr-defined]
+        for right, value in zip(rights, values, strict=True):
+            pdf.drawRightString(right, y, value)  # type: ignore[attr-defined]
+        pdf.drawRightString(total_right, y, total)  # type: ignore[attr-defined]
+        y -= 13
+    bottom = y + 8
+    for line_y in (top, header_bottom, bottom):
+        pdf.line(grid[0], line_y, grid[1], line_y)  # type: ignore[attr-defined]
+    for x in (grid[0], 285, grid[1]):  # the rules part the two groups only
+        pdf.line(x, top, x, bottom)  # type: ignore[attr-defined]
+    pdf.showPage()  # type: ignore[attr-defined]
+    pdf.save()  # type: ignore[attr-defined]
+    return buffer.getvalue(), [[list(r) for r in POPULATION_ROWS]]
+
+
+AGE_ROWS = [("1", "3,269,557"), ("2", "3,223,816"), ("3", "3,179,441"), ("14", "3,782,784"), ("15", "4,059,898")]
+
+
+def unit_column_table_pdf() -> tuple[bytes, list[Rows]]:
+    """Row labels made of a right-aligned number and a unit word left-aligned after a gap (``14 | years``), under one
+    header (``Age``): the unit stands in a column of its own that has no header."""
+    buffer = io.BytesIO()
+    pdf = _canvas(buffer, "Population by age")
+    pdf.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+    pdf.drawString(72, 730, "Table 5. Resident population by single year of age.")  # type: ignore[attr-defined]
+    y = 706
+    pdf.setFont("Helvetica-Bold", 9)  # type: ignore[attr-defined]
+    pdf.drawString(80, y, "Age")  # type: ignore[attr-defined]
+    pdf.drawRightString(300, y, "Total population")  # type: ignore[attr-defined]
+    pdf.setFont("Helvetica", 9)  # type: ignore[attr-defined]
+    expected: Rows = [["Age", "Total population"]]
+    for age, total in AGE_ROWS:
+        y -= 13
+        pdf.drawRightString(100, y, age)  # type: ignore[attr-defined]
+        pdf.drawString(112, y, "years")  # type: ignore[attr-defined]
+        pdf.drawRightString(300, y, total)  # type: ignore[attr-defined]
+        expected.append([f"{age} years", total])
+    pdf.showPage()  # type: ignore[attr-defined]
+    pdf.save()  # type: ignore[attr-defined]
+    return buffer.getvalue(), [expected]

@@ -16,7 +16,18 @@ from ragindex.chunking.sections import with_sections
 from ragindex.loaders.pdf import PdfLoader
 from ragindex.loaders.pdf_tables import bands_of, is_numeric, segments_of
 from ragindex.types import BlockKind, Document
-from tablekit import COST_HEADER, COST_ROWS, continued_table_pdf, simple_rows, stacked_table_pdf
+from tablekit import (
+    COST_HEADER,
+    COST_ROWS,
+    continued_table_pdf,
+    grid_around_values_pdf,
+    header_ruled_table_pdf,
+    lists_and_chart_pdf,
+    sectioned_table_pdf,
+    simple_rows,
+    stacked_table_pdf,
+    unit_column_table_pdf,
+)
 
 
 def _load(data: bytes, name: str = "t.pdf") -> Document:
@@ -114,6 +125,46 @@ def test_a_ruled_grid_stacking_two_rows_per_cell_is_split_with_its_spanning_labe
             ["4", "HTML", "0.952", "0.843"],
         ]
     ]
+
+
+def test_body_rows_ruled_across_the_width_are_split_into_the_header_columns() -> None:
+    data, expected = header_ruled_table_pdf()
+    doc = _load(data)
+    assert _tables(doc) == expected
+    assert "| Czech Republic | 98.6 | 1.4 | 0 | 17,655 |" in doc.text
+    # the note across the whole width is word-spaced: it stays one cell
+    assert "| Source: national reports to the agency, as received by the end of March |" in doc.text
+
+
+def test_section_labels_set_off_by_space_stay_rows_of_one_table() -> None:
+    data, expected = sectioned_table_pdf()
+    doc = _load(data)
+    assert _tables(doc) == expected  # one table, "Female" a row of it (not a paragraph, not glued to a value)
+    assert "| Female |  |  |  |\n| 0 | 23 | 5.4 |  |" in doc.text
+
+
+def test_bulleted_and_numbered_lists_and_chart_axes_are_not_tables() -> None:
+    doc = _load(lists_and_chart_pdf())
+    assert not [b for b in doc.blocks if b.kind == BlockKind.TABLE]
+    assert "polytechnic teachers" in doc.text and "Set the rate to 3 mph/s." in doc.text
+    assert "450" in doc.text and "Jan-08" in doc.text  # the chart's labels stay text
+
+
+def test_a_grid_around_the_values_only_gives_way_to_the_whole_table_of_aligned_text() -> None:
+    data, expected = grid_around_values_pdf()
+    doc = _load(data)
+    tables = _tables(doc)
+    assert len(tables) == 1 and tables[0][1:] == expected[0]  # labels and totals in the rows of the values
+    assert "| 1-2 | 2,586,688 | 2,568,738 | 647,701 | 639,327 | 8,002,463 |" in doc.text
+    assert "2,586,688 2,568,738" not in doc.text  # a group's two columns are not one grid cell
+    assert tables[0][0][0] == "Age (years)" and tables[0][0][-1] == "Total population"
+
+
+def test_a_unit_column_without_a_header_joins_the_label_on_its_left() -> None:
+    data, expected = unit_column_table_pdf()
+    doc = _load(data)
+    assert _tables(doc) == expected
+    assert "| 14 years | 3,782,784 |" in doc.text
 
 
 def test_dot_leaders_are_cut_and_numbers_recognised() -> None:

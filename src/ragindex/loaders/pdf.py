@@ -165,6 +165,11 @@ class PdfLoader(OcrLoader):
             if not words:
                 return [], shows_image(page)
             found = tables.find(number) if draws_paths(page) else []
+            if found:  # a grid may rule only the values of a table whose labels stand beside it
+                boxes = [box for box, _ in found]
+                wider = [t.box for t in find_tables(words)]
+                wider = [w for w in wider if sum(_extends(w, box) for box in boxes) == 1]  # never two grids in one
+                found = [(box, rows) for box, rows in found if not any(_extends(w, box) for w in wider)]
             words = outside(words, [box for box, _ in found]) if found else words
             ruled = [
                 Paragraph(kind="table", rows=drop_empty_columns(split_merged_rows(rows)), box=box)
@@ -183,6 +188,22 @@ class PdfLoader(OcrLoader):
             if textpage is not None:
                 textpage.close()
             page.close()
+
+
+_EXTENDS_BY = 10.0
+_OVERLAP = 0.9
+"""Points a table of aligned text must reach beyond a ruled table's side to hold columns outside its grid."""
+
+
+def _extends(wide: BBox, ruled: BBox) -> bool:
+    """Whether a table of aligned text spans a ruled table's rows (and few more) with columns left or right of its grid.
+
+    Then the grid rules only part of the table (the values under a spanning header, the labels outside), and the
+    aligned-text table is the whole one.
+    """
+    overlap = min(wide.bottom, ruled.bottom) - max(wide.top, ruled.top)
+    rows = overlap >= _OVERLAP * (ruled.bottom - ruled.top) and overlap >= _OVERLAP * (wide.bottom - wide.top)
+    return rows and (ruled.x0 - wide.x0 > _EXTENDS_BY or wide.x1 - ruled.x1 > _EXTENDS_BY)
 
 
 class _PageOcr:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -43,6 +44,13 @@ _TOKEN_NUMBER = re.compile(r"[-+−–(\[]?[$€£¥]?[-+−–]?\d[\d,.]*(?:%|�
 _THOUSANDS = re.compile(r"\d{3}")
 _PLACEHOLDERS = frozenset({"-", "—", "–", "−", "n/a", "na", "n.a.", "nil", "none", "x", "*", "…", "..."})
 _JOIN_GAP_EM = 0.5
+_LIST_MARKER = re.compile(r"[•◦▪▫‣∙·●○■□➢►▶✓\-–—*\uf000-\uf8ff\x80-\x9f]|\(?(?:\d{1,2}|[a-zA-Z]|[ivxIVX]{1,4})[.)]")
+_SECTION_GAP_LINES = 4.0
+_SECTION_GAP_HEIGHTS = 0.8
+_MAX_SECTION_LABELS = 2
+_AXIS_MIN_TICKS = 4
+_AXIS_SHARE = 0.75
+_UNIT_SHARE = 0.8
 _BAND_TOLERANCE = 0.34
 _MAX_GAP_LINES = 2.5
 _MIN_DATA_BANDS = 3
@@ -246,7 +254,7 @@ def find_tables(words: Sequence[Word]) -> list[GeoTable]:
         segments = [s for s in segments if not any(_within(s, box) for box in boxes)]
     bands = bands_of(segments)
     out: list[GeoTable] = []
-    for region in _regions(bands):
+    for region in _join_sections(bands, _regions(bands)):
         table = _table(region)
         if table is not None:
             out.append(table)
@@ -309,6 +317,47 @@ def _regions(bands: Sequence[Band]) -> list[list[Band]]:
             close()
     close()
     return regions
+
+
+def _join_sections(bands: Sequence[Band], regions: list[list[Band]]) -> list[list[Band]]:
+    """Regions that one table's section labels split, joined again.
+
+    A row label alone on its band (``Female``) set off by a little more space than the rows (but under four lines)
+    starts a section of the same table, not a new one: when the rows above and below it stand in the same columns
+    (each cell of one row aligned left or right with a cell of the other), the two regions and the labels between
+    them are one table.
+    """
+    if len(regions) < 2:
+        return regions
+    index = {id(b): i for i, b in enumerate(bands)}
+    out = [regions[0]]
+    for region in regions[1:]:
+        above = out[-1]
+        between = list(bands[index[id(above[-1])] + 1 : index[id(region[0])]])
+        if len(between) <= _MAX_SECTION_LABELS and _same_columns(above, region, between):
+            out[-1] = [*above, *between, *region]
+        else:
+            out.append(region)
+    return out
+
+
+def _same_columns(above: Sequence[Band], below: Sequence[Band], between: Sequence[Band]) -> bool:
+    if any(len(b.segments) != 1 for b in between):
+        return False
+    chain = [above[-1], *between, below[0]]
+    for a, b in zip(chain, chain[1:], strict=False):
+        if b.top - a.bottom > _SECTION_GAP_LINES * max(a.height, b.height):
+            return False
+    last = next((b for b in reversed(above) if len(b.segments) > 1), None)
+    first = next((b for b in below if len(b.segments) > 1), None)
+    if last is None or first is None:
+        return False
+
+    def aligned(x: Segment, row: Band) -> bool:
+        return any(min(abs(x.x0 - y.x0), abs(x.x1 - y.x1)) <= max(x.size, y.size) for y in row.segments)
+
+    # a row may leave cells empty (a control group without a ratio): one row's cells within the other's
+    return all(aligned(x, last) for x in first.segments) or all(aligned(x, first) for x in last.segments)
 
 
 def _inside(segment: Segment, bands: Sequence[Band]) -> bool:
@@ -398,10 +447,14 @@ def _table(region: Sequence[Band]) -> GeoTable | None:
     numeric = _numeric_columns(rows)
     if not numeric and not _short_column(rows):  # text only: not lines of prose that sit side by side
         return None
+    if _list(rows, numeric):
+        return None
     header_count = _header_count(rows, numeric)
     while header_count > 1 and all(not c for c in rows[header_count - 1].cells[1:]):
         header_count -= 1  # a label alone right above the data opens a section of rows ("Actual"), not the header
     header, body = rows[:header_count], rows[header_count:]
+    if _axes(body):
+        return None
     labels = range(numeric[0]) if numeric and numeric[0] > 0 else range(1)
     logical = _logical_rows(body, list(labels), numeric, len(columns))
     if len(logical) < 2:
@@ -410,8 +463,80 @@ def _table(region: Sequence[Band]) -> GeoTable | None:
     out_rows: list[list[str | None]] = [[c or None for c in r.cells] for r in logical]
     if header:
         out_rows.insert(0, header_row)
+        out_rows, columns = _join_unit_columns(out_rows, columns)
     box = BBox(x0, min(b.top for b in region), x1, max(b.bottom for b in region))
     return GeoTable(box=box, rows=out_rows, header=1 if header else 0, columns=columns)
+
+
+def _join_unit_columns(
+    rows: list[list[str | None]], columns: list[tuple[float, float]]
+) -> tuple[list[list[str | None]], list[tuple[float, float]]]:
+    """A column without a header that repeats one word (``1 | years``, ``2 | years``) joined to the one on its left.
+
+    A label of a number and a unit, the number right-aligned and the unit left-aligned, splits into two columns
+    under one header (``Age``); the unit column has no header of its own and says the same word all the way down.
+    """
+    header, body = rows[0], rows[1:]
+    c = len(header) - 1
+    while c > 0:
+        cells = [x for r in body if (x := r[c])]
+        if not header[c] and header[c - 1] and len(cells) >= _MIN_DATA_BANDS and not any(map(is_numeric, cells)):
+            word, count = Counter(cells).most_common(1)[0]
+            if count >= _UNIT_SHARE * len(cells) and len(word.split()) == 1:
+                for r in rows:
+                    r[c - 1] = " ".join(x for x in (r[c - 1], r[c]) if x) or None
+                    del r[c]
+                columns = [*columns[: c - 1], (columns[c - 1][0], columns[c][1]), *columns[c + 1 :]]
+        c -= 1
+    return rows, columns
+
+
+def _list(rows: Sequence[_Row], numeric: Sequence[int]) -> bool:
+    """A bulleted or numbered list: list markers alone in the first column, and text (no numbers) beside them."""
+    markers = [r.cells[0] for r in rows if r.cells[0]]
+    if len(markers) < 2 or not all(_LIST_MARKER.fullmatch(m) for m in markers):
+        return False
+    return not [c for c in numeric if c > 0]
+
+
+def _axes(rows: Sequence[_Row]) -> bool:
+    """A chart's axes: nearly every row numbers only, each column of them evenly spaced ticks (450, 400, 350, ...).
+
+    The ticks may skip values (a tick label lost in a band of the plot's other labels) but keep one step.
+    """
+    filled = [r for r in rows if any(r.cells)]
+    numbers = [values for r in filled if (values := _numbers(r.cells)) is not None]
+    if len(numbers) < _AXIS_MIN_TICKS or len(numbers) < _AXIS_SHARE * len(filled):
+        return False
+    columns = [[v for row in numbers if (v := row[i]) is not None] for i in range(len(filled[0].cells))]
+    columns = [c for c in columns if c]
+    return bool(columns) and all(_ticks(c) for c in columns)
+
+
+def _numbers(cells: Sequence[str]) -> list[float | None] | None:
+    """The cells as numbers (None where empty), or None when one is not a plain number."""
+    out: list[float | None] = []
+    for cell in cells:
+        if not cell:
+            out.append(None)
+            continue
+        text = cell.replace(",", "").rstrip("%").replace("−", "-").replace("–", "-")
+        try:
+            out.append(float(text))
+        except ValueError:
+            return None
+    return out
+
+
+def _ticks(values: Sequence[float]) -> bool:
+    """At least four values that rise or fall by whole multiples of one step."""
+    if len(values) < _AXIS_MIN_TICKS:
+        return False
+    steps = [b - a for a, b in zip(values, values[1:], strict=False)]
+    unit = min(abs(d) for d in steps)
+    if unit == 0 or len({d > 0 for d in steps}) > 1:
+        return False
+    return all(abs(d / unit - round(d / unit)) < 1e-6 for d in steps)
 
 
 def _short_column(rows: Sequence[_Row]) -> bool:
@@ -464,7 +589,11 @@ def _logical_rows(rows: list[_Row], labels: list[int], numeric: list[int], width
         ):
             for c in filled:
                 spanning[c].append(row)
-        elif row.cells[labels[0]].rstrip().endswith(":") or (row.bold and not (after and after.bold)):
+        elif (
+            row.cells[labels[0]].rstrip().endswith(":")
+            or (row.bold and not (after and after.bold))
+            or _set_off(row, before, after)
+        ):
             out.append(row)  # a section row
         else:
             _join_label(row, before, after, out)
@@ -473,6 +602,15 @@ def _logical_rows(rows: list[_Row], labels: list[int], numeric: list[int], width
             if row.kind == "row" and not row.cells[c]:
                 row.cells[c] = min(found, key=lambda s: abs(s.middle - row.middle)).cells[c]
     return out
+
+
+def _set_off(row: _Row, before: _Row | None, after: _Row | None) -> bool:
+    """Whether a band of labels only stands apart from the rows on both sides (a section's label, ``Female``).
+
+    The rest of a wrapped label sits a line's spacing from its row; a gap of most of a line on both sides is no wrap.
+    """
+    limit = _SECTION_GAP_HEIGHTS * (row.bottom - row.top)
+    return (before is None or row.top - before.bottom > limit) and (after is None or after.top - row.bottom > limit)
 
 
 def _join_wrapped_cells(rows: Sequence[_Row], labels: Sequence[int], numeric: Sequence[int]) -> list[_Row]:

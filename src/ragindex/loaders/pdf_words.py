@@ -161,8 +161,12 @@ class RuledTables:
         page = self._pdf.pages[number - 1]
         try:
             out: list[Table] = []
+            words: list[dict[str, Any]] | None = None
             for table in page.find_tables():
                 rows = table.extract()
+                if _spanning(table, rows):
+                    words = page.extract_words() if words is None else words
+                    rows = split_spanning_cells(table, rows, words)
                 if _plausible(rows):
                     out.append((BBox(*table.bbox), rows))
             return out
@@ -173,6 +177,111 @@ class RuledTables:
         """Close the pdfplumber document if it was opened."""
         if self._pdf is not None:
             self._pdf.close()
+
+
+_SLOT_TOLERANCE = 1.0
+_SAME_LINE = 2.0
+_CELL_GAP_HEIGHTS = 0.8
+"""Words of one line in two columns stand at least this times their height apart (a word space is ~0.3)."""
+
+
+def _slots(table: Any) -> list[tuple[float, float]]:
+    """The x-ranges of the table's column slots (pdfplumber's rows put a cell in the slot of its left edge)."""
+    lefts = sorted({float(cell[0]) for cell in table.cells})
+    return [(x, lefts[i + 1] if i + 1 < len(lefts) else float(table.bbox[2])) for i, x in enumerate(lefts)]
+
+
+def _covered(cell: Sequence[float], slots: Sequence[tuple[float, float]]) -> list[int]:
+    return [k for k, (x0, _) in enumerate(slots) if cell[0] - _SLOT_TOLERANCE <= x0 < cell[2] - _SLOT_TOLERANCE]
+
+
+def _spanning(table: Any, rows: Sequence[Sequence[str | None]]) -> bool:
+    """Cheap test: does a filled cell of ``table`` span two column slots or more?"""
+    slots = _slots(table)
+    if len(slots) < MIN_TABLE_COLUMNS:
+        return False
+    for row, texts in zip(table.rows, rows, strict=False):
+        for cell, text in zip(row.cells, texts, strict=False):
+            if cell is not None and text and len(_covered(cell, slots)) > 1:
+                return True
+    return False
+
+
+def split_spanning_cells(
+    table: Any, rows: Sequence[Sequence[str | None]], words: Sequence[dict[str, Any]]
+) -> list[list[str | None]]:
+    """A cell that spans several column slots, split into them where its words line up with the columns.
+
+    A grid that draws its column rules only around the header (or the totals row) and rules the body rows
+    across the whole width leaves each body row one wide cell (``Austria 86.2 13.8 0 3,375``). Its words still
+    stand in the header's columns: when every word lies inside one slot and words of one line in neighbouring
+    slots are a cell gap apart (not a word space), the cell's text goes to the slots. A heading centred over
+    several columns, or a note that runs across them, has a word across a slot edge or word-spaced words, and
+    stays whole.
+    """
+    slots = _slots(table)
+    out = [list(r) for r in rows]
+    for r, (row, texts) in enumerate(zip(table.rows, rows, strict=False)):
+        for j, (cell, text) in enumerate(zip(row.cells, texts, strict=False)):
+            covered = _covered(cell, slots) if cell is not None and text else []
+            if len(covered) < 2 or any(out[r][k] for k in covered if k != j):
+                continue
+            parts = _split_cell(cell, [slots[k] for k in covered], words)
+            if parts is not None:
+                for k, part in zip(covered, parts, strict=True):
+                    out[r][k] = part
+    return out
+
+
+def _split_cell(
+    cell: Sequence[float], slots: Sequence[tuple[float, float]], words: Sequence[dict[str, Any]]
+) -> list[str | None] | None:
+    x0, top, x1, bottom = (float(v) for v in cell)
+    inside = [
+        w
+        for w in words
+        if x0 <= (float(w["x0"]) + float(w["x1"])) / 2 <= x1
+        and top <= (float(w["top"]) + float(w["bottom"])) / 2 <= bottom
+    ]
+    placed: list[tuple[int, dict[str, Any]]] = []
+    for w in inside:
+        slot = next(
+            (
+                k
+                for k, (left, right) in enumerate(slots)
+                if left - _SLOT_TOLERANCE <= float(w["x0"]) and float(w["x1"]) <= right + _SLOT_TOLERANCE
+            ),
+            None,
+        )
+        if slot is None:
+            return None  # a word across a column edge: the cell really spans
+        placed.append((slot, w))
+    if len({k for k, _ in placed}) < 2:
+        return None
+    placed.sort(key=lambda p: (round(float(p[1]["top"]) / _SAME_LINE), float(p[1]["x0"])))
+    for (k, a), (m, b) in zip(placed, placed[1:], strict=False):
+        same_line = abs(float(a["top"]) - float(b["top"])) <= _SAME_LINE
+        height = float(a["bottom"]) - float(a["top"])
+        if same_line and k != m and float(b["x0"]) - float(a["x1"]) < _CELL_GAP_HEIGHTS * height:
+            return None
+    parts: list[list[tuple[str, float]]] = [[] for _ in slots]
+    for k, w in placed:
+        parts[k].append((str(w["text"]), float(w["top"])))
+    return [_lines_text(p) for p in parts]
+
+
+def _lines_text(words: Sequence[tuple[str, float]]) -> str | None:
+    """Words (text, top) in reading order as lines of text, or None for none."""
+    if not words:
+        return None
+    lines: list[list[str]] = []
+    last_top: float | None = None
+    for text, top in words:
+        if last_top is None or abs(top - last_top) > _SAME_LINE:
+            lines.append([])
+            last_top = top
+        lines[-1].append(text)
+    return "\n".join(" ".join(line) for line in lines)
 
 
 def _plausible(rows: Sequence[Sequence[str | None]]) -> bool:
