@@ -16,6 +16,14 @@ Usage::
     .venv/bin/python -m bench.bm25_tuning                       # all experiments
     .venv/bin/python -m bench.bm25_tuning --experiments 1,2     # a subset
     .venv/bin/python -m bench.bm25_tuning --only 512:64:90:1.2:0.75 512:64:30:0.9:0.9  # size:overlap:avg_len:k1:b
+
+``--units ingest`` cuts the units exactly as an ingest does (the default chunker, sections of at most ``size``
+characters with their context lines; ``overlap`` is ignored) and scores the sections, what ragindex's BM25 scores.
+Several ``--data`` directories with ``--only`` give one table, one column per collection and their mean (issue 28:
+BM25 parameters chosen by the mean over collections, not by one)::
+
+    .venv/bin/python -m bench.bm25_tuning --units ingest --data /work/shared/data/beir/scifact /tmp/ragindex-man-en \
+        /tmp/ragindex-deb-en /tmp/ragindex-pyfaq --only 4000:0:150:1.2:0.75 4000:0:150:1.5:0.9
 """
 
 from __future__ import annotations
@@ -76,7 +84,9 @@ def bm25_model(avg_len: float, k1: float, b: float) -> Any:
 class Bench:
     """The dataset, its chunks per chunking (cached) and the runs."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, units: str = "recursive") -> None:
+        self.root = root
+        self.units = units
         self.data: BeirDataset = load_dataset(root)
         documents = RecordsLoader().load(self.data.corpus, self.data.corpus.read_bytes())
         self.documents = [(corpus_id(d.source_uri), d) for d in documents]
@@ -85,6 +95,8 @@ class Bench:
     def chunks(self, size: int, overlap: int) -> list[tuple[str, str]]:
         """(corpus id, chunk text) of every chunk, as ragindex's recursive chunker cuts them."""
         key = (size, overlap)
+        if key not in self._chunks and self.units == "ingest":
+            self._chunks[key] = ingest_sections(self.documents, size)
         if key not in self._chunks:
             chunker = build_chunker("recursive", chunk_size=size, chunk_overlap=overlap)
             self._chunks[key] = [(did, c.text) for did, doc in self.documents for c in chunker.chunk(doc)]
@@ -103,6 +115,27 @@ class Bench:
         hits = bm25_hits(model, chunks, self.data.queries, CHUNK_LIMIT)
         scores = {name: evaluate(self.data.qrels, pool(hits, top), ks=(10, 100)) for name, top in POOLINGS.items()}
         return Result(setting, len(chunks), scores, time.perf_counter() - t0)
+
+
+def ingest_sections(documents: Sequence[tuple[str, Any]], max_chars: int) -> list[tuple[str, str]]:
+    """(corpus id, indexed text) of every section as an ingest with the default settings and
+    ``RAGINDEX_SECTION_MAX_CHARS=max_chars`` cuts it (context line included)."""
+    from ragindex.chunking.sections import with_sections
+    from ragindex.config import Settings
+    from ragindex.factory import build_chunker as build_settings_chunker
+    from ragindex.store.records import indexed_text
+    from ragindex.types import Unit
+
+    settings = Settings(_env_file=None)
+    chunker = build_settings_chunker(settings)
+    out: list[tuple[str, str]] = []
+    for did, doc in documents:
+        if doc.error is not None:
+            continue
+        drafts = with_sections(doc, chunker.chunk(doc), max_chars=max_chars, contextual=settings.contextual_chunks)
+        unit = Unit.SECTION if max_chars > 0 else Unit.CHUNK
+        out += [(did, indexed_text(d.text, d.context)) for d in drafts if d.unit == unit]
+    return out
 
 
 def token_lengths(texts: Sequence[str]) -> tuple[list[float], list[int]]:
@@ -194,6 +227,22 @@ def table(title: str, results: Sequence[Result]) -> str:
     return "\n".join(lines)
 
 
+def mean_table(settings: Sequence[Setting], per_data: dict[str, list[Result]]) -> str:
+    """nDCG@10 (max pooling) of every setting on every collection, and the mean over collections."""
+    names = list(per_data)
+    lines = [
+        "### nDCG@10 per collection (max pooling) and the mean",
+        "",
+        "| setting | " + " | ".join(names) + " | mean |",
+        "|---|" + "---:|" * (len(names) + 1),
+    ]
+    for i, setting in enumerate(settings):
+        values = [per_data[name][i].scores["max"]["ndcg@10"] for name in names]
+        cells = " | ".join(f"{v:.4f}" for v in values)
+        lines.append(f"| {setting.label()} | {cells} | {statistics.fmean(values):.4f} |")
+    return "\n".join(lines)
+
+
 def best(results: Iterable[Result]) -> Result:
     return max(results, key=lambda r: r.scores["max"]["ndcg@10"])
 
@@ -210,20 +259,35 @@ def run_all(bench: Bench, settings: Sequence[Setting], title: str) -> list[Resul
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=Path("/work/shared/data/beir/scifact"))
+    parser.add_argument("--data", type=Path, nargs="+", default=[Path("/work/shared/data/beir/scifact")])
+    parser.add_argument(
+        "--units",
+        choices=("recursive", "ingest"),
+        default="recursive",
+        help="recursive: the recursive chunker at each size; ingest: sections as an ingest cuts them",
+    )
     parser.add_argument("--experiments", default="1,2,3", help="comma list of 1 (avg_len), 2 (k1, b), 3 (chunking)")
     parser.add_argument("--only", nargs="+", help="settings size:overlap:avg_len:k1:b (instead of the experiments)")
     args = parser.parse_args(argv)
 
-    bench = Bench(args.data)
-    print(f"{len(bench.documents)} documents, {len(bench.data.queries)} queries", flush=True)
     if args.only:
         settings = []
         for spec in args.only:
             size, overlap, avg_len, k1, b = spec.split(":")
             settings.append(Setting(int(size), int(overlap), float(avg_len), float(k1), float(b)))
-        run_all(bench, settings, "chosen settings")
+        per_data: dict[str, list[Result]] = {}
+        for root in args.data:
+            bench = Bench(root, args.units)
+            print(f"{root}: {len(bench.documents)} documents, {len(bench.data.queries)} queries", flush=True)
+            per_data[root.name] = run_all(bench, settings, f"chosen settings on {root.name}")
+        if len(per_data) > 1:
+            print(mean_table(settings, per_data), flush=True)
         return
+
+    if len(args.data) > 1:
+        parser.error("several --data directories need --only")
+    bench = Bench(args.data[0], args.units)
+    print(f"{len(bench.documents)} documents, {len(bench.data.queries)} queries", flush=True)
 
     wanted = {int(x) for x in args.experiments.split(",") if x.strip()}
     for size, overlap in ((512, 64), (1024, 128), (2000, 0)):

@@ -85,7 +85,7 @@ def test_sections_hold_the_flat_values(tmp_path: Path) -> None:
         json_id_field="key",
         dense_model="some/model",
         embed_batch_size=8,
-        bm25_k1=1.5,
+        bm25_k1=1.8,
         sparse_provider="bge_m3_http",
         sparse_http_endpoint="http://127.0.0.1:1",
         fusion="dbsf",
@@ -101,7 +101,7 @@ def test_sections_hold_the_flat_values(tmp_path: Path) -> None:
     assert settings.index.index_backend == "qdrant" and settings.index.bucket_count == 2
     assert settings.loading.json_id_field == "key"
     assert settings.dense.dense_model == "some/model" and settings.dense.embed_batch_size == 8
-    assert settings.bm25.bm25_k1 == 1.5
+    assert settings.bm25.bm25_k1 == 1.8
     assert settings.sparse.sparse_http_endpoint == "http://127.0.0.1:1"
     assert settings.retrieval.fusion == "dbsf"
     assert settings.rerank.rerank_enabled is True

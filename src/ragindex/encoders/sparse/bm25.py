@@ -24,7 +24,7 @@ class Bm25SparseEncoder:
         b: Length normalisation strength.
     """
 
-    def __init__(self, *, avg_len: float = 150.0, k1: float = 1.2, b: float = 0.75) -> None:
+    def __init__(self, *, avg_len: float = 150.0, k1: float = 1.5, b: float = 1.0) -> None:
         self.avg_len = avg_len
         self.k1 = k1
         self.b = b
