@@ -195,8 +195,9 @@ def build_sparse_encoders(settings: Settings) -> dict[str, SparseEncoder]:
     if bm25.bm25_enabled:
         from ragindex.encoders.sparse.bm25 import Bm25SparseEncoder
 
+        pinned = {name for name in ("k1", "b", "avg_len") if f"bm25_{name}" in settings.model_fields_set}
         encoders[VectorKind.BM25] = CheckedSparseEncoder(
-            Bm25SparseEncoder(avg_len=bm25.bm25_avg_len, k1=bm25.bm25_k1, b=bm25.bm25_b)
+            Bm25SparseEncoder(avg_len=bm25.bm25_avg_len, k1=bm25.bm25_k1, b=bm25.bm25_b, pinned=pinned)
         )
     provider = build_sparse_provider(settings)
     if provider is not None:

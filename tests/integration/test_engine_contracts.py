@@ -107,6 +107,26 @@ def test_index_built_with_another_model_is_a_clear_error(tmp_path: Path) -> None
         engine.search("basalt", user_id=1, set_id=1)
 
 
+def test_an_index_built_with_other_bm25_defaults_keeps_its_parameters(tmp_path: Path) -> None:
+    """A release that changes a BM25 default must not break the indexes built before it; a user's setting wins."""
+    data = tmp_path / "data"
+    corpus = write(tmp_path / "c", {"a.txt": "Basalt is a volcanic rock.", "b.txt": "Granite is an igneous rock."})
+    old = Settings(data_dir=data, bm25_k1=1.2, bm25_b=0.75)
+    with Engine(old) as engine:
+        engine.ingest([corpus])
+        before = [
+            (h.chunk_id, h.score) for h in engine.search("volcanic basalt", user_id=1, set_id=1, mode="bm25").hits
+        ]
+    with Engine(Settings(data_dir=data)) as engine:  # today's defaults differ: the collection's own are used
+        after = [(h.chunk_id, h.score) for h in engine.search("volcanic basalt", user_id=1, set_id=1, mode="bm25").hits]
+        assert engine.ingest([write(corpus, {"c.txt": "Obsidian is volcanic glass."})]).chunks["embedded"] == 1
+        assert engine.store.list_index_meta()[0].bm25_config["k1"] == 1.2
+    assert after == before
+    pinned = Settings(data_dir=data, bm25_k1=1.5)
+    with Engine(pinned) as engine, pytest.raises(FingerprintMismatchError, match="reindex --into"):
+        engine.search("basalt", user_id=1, set_id=1)
+
+
 def test_second_process_gets_a_clear_error_naming_the_owner(engine: Engine, tmp_path: Path) -> None:
     engine.ingest([write(tmp_path / "c", {"a.txt": "Quartz is hard."})])
     script = (

@@ -127,8 +127,9 @@ class Bm25Settings(SettingsSection):
         1.5,
         gt=0,
         description="BM25 k1, the term-frequency saturation. 1.5 with b 1.0 was chosen by the mean nDCG@10 over four "
-        "English collections (docs/evaluation.md). Applied when a unit is encoded: a change needs "
-        "`ragindex reindex --into NAME` (nothing is embedded again).",
+        "English collections (docs/evaluation.md). Applied when a unit is encoded: an index built with other "
+        "values keeps using them while this is unset; set it and run `ragindex reindex --into NAME` to move it "
+        "(nothing is embedded again).",
     )
     bm25_b: float = Field(
         1.0,

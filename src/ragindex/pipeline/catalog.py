@@ -152,9 +152,15 @@ class CollectionCatalog:
         bm25 = self.sparse.get(VectorKind.BM25)
         expected = getattr(bm25, "config", None)
         if bm25 is not None and meta.bm25_config is not None and dict(meta.bm25_config) != expected:
+            follow = getattr(bm25, "follow", None)
+            if follow is not None and follow(meta.bm25_config):
+                log.info("collection %s: BM25 parameters as it was built, %s", meta.collection, meta.bm25_config)
+                self._check_sparse_meta(meta, adopt=adopt)
+                return
             raise FingerprintMismatchError(
                 f"collection {meta.collection!r} has BM25 vectors built with {dict(meta.bm25_config)} but the "
-                f"settings give {expected}; restore the RAGINDEX_BM25_* settings or reindex into a new collection.",
+                f"settings give {expected}; restore the RAGINDEX_BM25_* settings, or build a new collection with them: "
+                "`ragindex reindex --into NAME` (nothing is embedded again).",
                 collection=meta.collection,
             )
         self._check_sparse_meta(meta, adopt=adopt)

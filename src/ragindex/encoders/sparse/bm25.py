@@ -8,11 +8,14 @@ The same configuration must be used at ingest and at query time: it is recorded 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ragindex.errors import EncodingError
 from ragindex.types import SparseVector
+
+TUNABLE = frozenset({"k1", "b", "avg_len"})
+"""The parameters a user may set (``RAGINDEX_BM25_K1``, ``_B``, ``_AVG_LEN``); the tokenizer and stopwords are fixed."""
 
 
 class Bm25SparseEncoder:
@@ -22,13 +25,34 @@ class Bm25SparseEncoder:
         avg_len: Expected mean chunk length in tokens (length normalisation).
         k1: Term-frequency saturation.
         b: Length normalisation strength.
+        pinned: The parameters (``k1``, ``b``, ``avg_len``) the user set; the others are defaults, which
+            :meth:`follow` may replace by those an existing collection was built with.
     """
 
-    def __init__(self, *, avg_len: float = 150.0, k1: float = 1.5, b: float = 1.0) -> None:
+    def __init__(
+        self, *, avg_len: float = 150.0, k1: float = 1.5, b: float = 1.0, pinned: Collection[str] = TUNABLE
+    ) -> None:
         self.avg_len = avg_len
         self.k1 = k1
         self.b = b
+        self.pinned = frozenset(pinned)
         self._model: Any = None
+
+    def follow(self, recorded: Mapping[str, Any]) -> bool:
+        """Take a collection's recorded parameters where the user left the default; True if it now matches.
+
+        A collection keeps the BM25 parameters it was built with: when a release changes a default, an index built
+        before it goes on working (with its own parameters) instead of failing every search. A parameter the user
+        set is never replaced: that mismatch stays an error naming the fix.
+        """
+        current = self.config
+        differ = {k for k in set(current) | set(recorded) if current.get(k) != recorded.get(k)}
+        if not differ or not differ <= TUNABLE - self.pinned:
+            return not differ
+        for key in differ:
+            setattr(self, key, float(recorded[key]))
+        self._model = None
+        return True
 
     @property
     def config(self) -> dict[str, Any]:
