@@ -16,6 +16,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 from ragindex.errors import ValidationError
 from ragindex.types import SourceScore, VectorKind
@@ -288,6 +289,12 @@ def fuse(
     if limit is not None and limit < 0:
         raise ValidationError("limit", f"must be >= 0, got {limit}")
     options = {"k": k, "weights": weights, "primary": primary, "boost_weight": boost_weight}
-    accepted = inspect.signature(function).parameters
+    accepted = _accepted(function)
     fused = function(lists, **{key: value for key, value in options.items() if key in accepted})
     return fused if limit is None else fused[:limit]
+
+
+@cache
+def _accepted(function: Callable[..., list[Fused]]) -> frozenset[str]:
+    """The keyword options a fusion function takes (read once per function, not per search)."""
+    return frozenset(inspect.signature(function).parameters)

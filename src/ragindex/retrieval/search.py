@@ -458,7 +458,7 @@ def _usable(item: Fused, views: Mapping[str, ChunkView], threshold: float | None
     the filter in the index but not here: it is never returned under its old values.
     """
     view = views.get(item.id)
-    if view is None or view.chunk.unit == Unit.SECTION:
+    if view is None or view.unit == Unit.SECTION:
         return False
     if threshold is not None and item.score < threshold:
         return False
@@ -469,8 +469,8 @@ def _members(views: Mapping[str, ChunkView], sections: Sequence[str]) -> dict[st
     """The live chunks of ``sections`` among ``views``, in document order (sections without any are absent)."""
     wanted = set(sections)
     rows = sorted(
-        (view.chunk for view in views.values() if view.chunk.section_id in wanted and view.chunk.unit == Unit.CHUNK),
-        key=lambda row: row.chunk_index,
+        (view for view in views.values() if view.section_id in wanted and view.unit == Unit.CHUNK),
+        key=lambda view: view.chunk_index,
     )
     out: dict[str, list[ChunkText]] = {}
     for row in rows:
@@ -503,7 +503,7 @@ def _build_hits(
         if group_by == GroupBy.NONE:
             kept.append((item, view, []))
         else:
-            key = group_key(view.chunk, group_by)
+            key = group_key(view, group_by)
             at = groups.get(key)
             if at is not None:
                 kept[at][2].append(MergedHit(chunk_id=item.id, rank=rank, score=item.score, scores=item.sources))

@@ -23,6 +23,8 @@ def query_terms(query: str) -> frozenset[str]:
 def best_match(terms: frozenset[str], chunks: Sequence[ChunkText]) -> str:
     """The id of the chunk containing most of ``terms`` (the first one on a tie)."""
     best, best_hits = chunks[0].chunk_id, -1
+    if len(chunks) == 1:  # the only chunk: nothing to compare
+        return best
     for chunk in chunks:
         text = chunk.content.lower()
         hits = sum(1 for term in terms if term in text)
