@@ -82,6 +82,7 @@ def bench_read_path() -> dict[str, Any]:
         "rounds": rounds,
         "runs": runs,
         "cpu_ms_per_search": {n: statistics.median(r["cpu_ms_per_search"] for r in rs) for n, rs in per_run.items()},
+        "cpu_ms_min": {n: min(r["cpu_ms_per_search"] for r in rs) for n, rs in per_run.items()},
         "wall_ms_p50": {n: statistics.median(r["wall_ms_p50"] for r in rs) for n, rs in per_run.items()},
         "per_run": per_run,
         "target_ms": TARGET_MS,

@@ -468,15 +468,19 @@ def _usable(item: Fused, views: Mapping[str, ChunkView], threshold: float | None
 def _members(views: Mapping[str, ChunkView], sections: Sequence[str]) -> dict[str, list[ChunkText]]:
     """The live chunks of ``sections`` among ``views``, in document order (sections without any are absent)."""
     wanted = set(sections)
-    rows = sorted(
-        (view for view in views.values() if view.section_id in wanted and view.unit == Unit.CHUNK),
-        key=lambda view: view.chunk_index,
-    )
-    out: dict[str, list[ChunkText]] = {}
-    for row in rows:
-        piece = ChunkText(row.chunk_id, row.content, row.start_line, row.end_line)
-        out.setdefault(str(row.section_id), []).append(piece)
-    return out
+    found: dict[str, list[tuple[int, ChunkView]]] = {}
+    for view in views.values():
+        section_id = view.section_id
+        if section_id in wanted and view.unit == Unit.CHUNK:
+            found.setdefault(section_id, []).append((view.chunk_index, view))
+    return {
+        section_id: [ChunkText(v.chunk_id, v.content, v.start_line, v.end_line) for _, v in sorted(rows, key=_first)]
+        for section_id, rows in found.items()
+    }
+
+
+def _first(pair: tuple[int, ChunkView]) -> int:
+    return pair[0]
 
 
 def _build_hits(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, ItemsView, Iterator, KeysView, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from types import MappingProxyType
@@ -220,6 +220,25 @@ class JsonObject(Mapping[str, Any]):
 
     def __getitem__(self, key: str) -> Any:
         return self.value[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``key``'s value, or ``default`` (the decoded dict's own ``get``, as the views below)."""
+        return self.value.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.value
+
+    def keys(self) -> KeysView[str]:
+        """The decoded dict's own view: ``{**obj}`` and loops run at dict speed, not through Mapping's mixins."""
+        return self.value.keys()
+
+    def items(self) -> ItemsView[str, Any]:
+        """The decoded dict's items view."""
+        return self.value.items()
+
+    def values(self) -> ValuesView[Any]:
+        """The decoded dict's values view."""
+        return self.value.values()
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.value)
