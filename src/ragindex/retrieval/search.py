@@ -24,7 +24,6 @@ from ragindex.errors import (
     RetrievalConfigurationError,
     RetrievalEncodingError,
 )
-from ragindex.filters import matches
 from ragindex.index.protocol import TenantFilter, VectorIndex, VectorQuery
 from ragindex.index.routing import bucket_of
 from ragindex.language import dominant_script
@@ -462,7 +461,11 @@ def _usable(item: Fused, views: Mapping[str, ChunkView], threshold: float | None
         return False
     if threshold is not None and item.score < threshold:
         return False
-    return request.where is None or matches(request.where, row_metadata(view.doc_metadata, view.chunk), request.fields)
+    if request.where is None:
+        return True
+    from ragindex.filters import matches  # loaded by the filtered search that set ``where``
+
+    return matches(request.where, row_metadata(view.doc_metadata, view.chunk), request.fields)
 
 
 def _members(views: Mapping[str, ChunkView], sections: Sequence[str]) -> dict[str, list[ChunkText]]:
