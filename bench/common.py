@@ -44,6 +44,8 @@ class Proc:
     stdout: str
     stderr: str
     peak_rss_mb: float
+    cpu_s: float = 0.0
+    """User + system CPU time of the child (``wait4``'s rusage), every thread: robust to a loaded machine."""
 
     def json(self) -> Any:
         if self.rc != 0:
@@ -71,6 +73,7 @@ def run_proc(args: list[str], env: dict[str, str] | None = None, cwd: Path | Non
         stdout=out_path.read_text(),
         stderr=err_path.read_text(),
         peak_rss_mb=usage.ru_maxrss / 1024.0,  # Linux: KiB
+        cpu_s=usage.ru_utime + usage.ru_stime,
     )
 
 

@@ -421,6 +421,32 @@ def _peers(s: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _read_path(s: dict[str, Any]) -> list[str]:
+    cpu, wall = s["cpu_ms_per_search"], s["wall_ms_p50"]
+    rows = [
+        f"| {name} | **{_f(cpu[name])}** | {_f(s['cpu_ms_min'][name])} | {_f(wall[name])} | "
+        + ", ".join(_f(r["cpu_ms_per_search"]) for r in s["per_run"][name])
+        + " |"
+        for name in cpu
+    ]
+    load = s["load_1min"]
+    return [
+        f"`Engine.search` (hybrid, top 10, default settings: dbsf, group by section, section context) over the SciFact "
+        f"copy of (a), {s['queries']} queries x {s['rounds']} passes per child process, query vectors cached (the "
+        f"engine's query cache, filled by a first pass): the index searches, fusion, backfill, hits and context, "
+        f"not the ONNX encode. CPU time of the whole process (`time.process_time`, every thread) per search, the "
+        f"median of {s['runs']} child processes; `baseline` is another checkout's `src` (`BENCH_BASELINE_SRC`) run "
+        f"alternately in the same run. Load (1 min) {_f(load['min'], 1)}-{_f(load['max'], 1)}.",
+        "",
+        "| code | CPU ms a search (median) | best run | wall p50 ms | CPU ms of each run |",
+        "| --- | ---: | ---: | ---: | --- |",
+        *rows,
+        "",
+        f"Target (issue 27): at most {_f(s['target_ms'], 1)} ms of CPU a search in process. Command: "
+        f"`{s['command']}` (knobs `BENCH_READ_PATH_QUERIES`, `BENCH_READ_PATH_ROUNDS`, `BENCH_READ_PATH_RUNS`).",
+    ]
+
+
 TARGETS = REPORT.parent / "targets.md"
 
 SECTIONS = {
@@ -436,6 +462,7 @@ SECTIONS = {
     "ocr-quality": ("OCR quality: reading order, low-resolution and Chinese scans (issue 26)", ocr_quality.render),
     "export": ("(i) Export and import (moving to servers)", _export),
     "peers": ("(j) Side by side: ragindex, Chroma, LangChain index()", _peers),
+    "read-path": ("(k) Read path: CPU a search in process", _read_path),
 }
 
 
@@ -445,7 +472,7 @@ def render() -> str:
         "# Benchmarks",
         "",
         "Produced by `make bench` (`python -m bench.run [ingest] [noop] [change] [query] [pdf] [light] [watch] "
-        "[records] [parse-quality] [ocr-quality] [export] [peers]`); raw figures "
+        "[records] [parse-quality] [ocr-quality] [export] [peers] [read-path] [oneshot]`); raw figures "
         "in `docs/benchmarks.json`. Every timing is wall-clock; CLI figures are child processes of the real "
         "`ragindex` (process start, imports and model load included) and peak RSS comes from `wait4`'s rusage "
         "(or `VmHWM` for in-process measurements).",

@@ -22,6 +22,7 @@ from bench.oneshot import bench_oneshot
 from bench.parse_quality import bench_parse_quality
 from bench.pdf import bench_pdf
 from bench.peers import bench_peers
+from bench.read_path import bench_read_path
 from bench.records import bench_records
 from bench.report import write
 from bench.transfer import bench_transfer
@@ -40,6 +41,7 @@ BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
     "ocr-quality": bench_ocr_quality,
     "oneshot": bench_oneshot,
     "peers": bench_peers,
+    "read-path": bench_read_path,
     "export": bench_transfer,
 }
 

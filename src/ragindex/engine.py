@@ -485,13 +485,14 @@ class Engine(ChunkEditing, Maintenance, Closing):
         every source and checked again against the truth store. A bad filter raises
         :class:`~ragindex.filters.FilterError` naming the problem (an unknown field lists the set's fields).
         """
-        from ragindex.filters import FilterError, parse_filter
         from ragindex.retrieval.context import HitShaper, validate_shape
         from ragindex.retrieval.search import Retriever, SearchRequest, search_mode, validate_ids
         from ragindex.retrieval.sources import enabled_by_setting, source_error_policy
 
         where, fields = None, {}
-        if filter:
+        if filter:  # the filter language loads only for a filtered search
+            from ragindex.filters import FilterError, parse_filter
+
             validate_ids(user_id=user_id, set_id=set_id)
             fields = self._field_types(user_id, set_id)
             try:

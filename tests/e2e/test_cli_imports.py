@@ -41,8 +41,13 @@ NEVER_IN_A_SEARCH = (
     "ragindex.cli.mcp",
     "ragindex.cli.eval",
     "ragindex.cli.manage",
+    "ragindex.chunking.factory",
+    "ragindex.chunking.recursive",
+    "ragindex.markup",
+    "ragindex.filters",
 )
-"""A search needs none of these: the model runs in ONNX Runtime, JSON needs no rich, the store no ORM."""
+"""A search needs none of these: the model runs in ONNX Runtime, JSON needs no rich, the store no ORM, finding the
+model's folder no chunker, and a search without a filter no filter language."""
 
 
 def _cli(*args: str, data_dir: Path, importtime: bool = False) -> subprocess.CompletedProcess[str]:

@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 
 from ragindex.engine import Engine
+from ragindex.errors import StoreError
 from ragindex.retrieval.fusion import Candidate
 from ragindex.retrieval.search import Retriever, SearchRequest
 from ragindex.retrieval.terms import best_match, query_terms
-from ragindex.store.records import ChunkText
+from ragindex.store.records import ChunkText, ChunkView
 from ragindex.types import SearchMode, Unit, VectorKind
 
 pytestmark = pytest.mark.integration
@@ -176,3 +177,37 @@ def test_a_removed_chunk_is_never_returned_by_the_fast_path(searched: Engine) ->
     for fusion in ("rrf", "dbsf"):
         request = replace(_request(query, "hybrid", fusion), top_k=10)
         assert _ranked(fast, request) == _ranked(reference, request)
+
+
+def test_a_backfilled_view_reads_what_its_chunk_row_holds(searched: Engine) -> None:
+    """A view answers grouping and section questions from the row as read; its ChunkRow, built on first use, is
+    the truth store's row (get_chunks) field for field, metadata included."""
+    engine = searched
+    ids = [row.chunk_id for doc in engine.store.list_documents() for row in engine.store.chunks_of_document(doc.doc_id)]
+    views = engine.store.backfill(ids)
+    assert sorted(views) == sorted(ids)
+    for row in engine.store.get_chunks(ids):
+        view = views[row.chunk_id]
+        fields = ("chunk_id", "doc_id", "chunk_index", "content", "start_line", "end_line", "section", "unit")
+        assert [getattr(view, name) for name in (*fields, "section_id")] == [
+            getattr(row, name) for name in (*fields, "section_id")
+        ]
+        assert view.chunk == row and dict(view.chunk.metadata) == dict(row.metadata)
+        assert view == ChunkView(row, view.source_uri, view.filename, view.doc_metadata)
+
+
+def test_a_driver_error_in_a_search_read_is_a_store_error(searched: Engine) -> None:
+    """The search reads run on the pool's DBAPI cursor: a driver error still reaches the caller as StoreError."""
+    engine = searched
+    ids = engine.store.all_active_chunk_ids()[:3]
+    with engine.store.engine.begin() as conn:
+        conn.exec_driver_sql("ALTER TABLE chunks RENAME TO chunks_gone")
+    try:
+        with pytest.raises(StoreError, match="no such table"):
+            engine.store.backfill(ids)
+        with pytest.raises(StoreError, match="no such table"):
+            engine.store.chunk_sections(ids)
+    finally:
+        with engine.store.engine.begin() as conn:
+            conn.exec_driver_sql("ALTER TABLE chunks_gone RENAME TO chunks")
+    assert sorted(engine.store.backfill(ids)) == sorted(ids)  # the pool's connections still serve

@@ -364,7 +364,31 @@ def _group_key(hit: Hit, row: ChunkRow | None, group_by: GroupBy) -> Hashable:
     return group_key(row, group_by)
 
 
-def group_key(row: ChunkRow, group_by: GroupBy) -> Hashable:
+class Grouped(Protocol):
+    """What grouping needs of a chunk (a :class:`~ragindex.store.records.ChunkRow` or a backfill's view)."""
+
+    @property
+    def chunk_id(self) -> str:
+        """The chunk's id."""
+        ...
+
+    @property
+    def doc_id(self) -> int:
+        """Its document's id."""
+        ...
+
+    @property
+    def section_id(self) -> str | None:
+        """Its section row's id, if any."""
+        ...
+
+    @property
+    def section(self) -> str | None:
+        """Its heading, if any."""
+        ...
+
+
+def group_key(row: Grouped, group_by: GroupBy) -> Hashable:
     """The unit a chunk belongs to: its document, or its section.
 
     A chunk without a section row (``RAGINDEX_SECTION_MAX_CHARS=0``, or indexed before sections) groups with the

@@ -16,6 +16,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 from ragindex.errors import ValidationError
 from ragindex.types import SourceScore, VectorKind
@@ -61,11 +62,16 @@ def _dedup(candidates: Sequence[Candidate]) -> list[tuple[str, float, int]]:
     return out
 
 
-def _provenance(lists: RankedLists) -> dict[str, dict[str, SourceScore]]:
-    """Per item id, per source: its raw score and rank there (items in first-seen order)."""
+def _provenance(
+    lists: RankedLists, deduped: Mapping[str, list[tuple[str, float, int]]] | None = None
+) -> dict[str, dict[str, SourceScore]]:
+    """Per item id, per source: its raw score and rank there (items in first-seen order).
+
+    ``deduped``: each source's :func:`_dedup` list where the caller has it already.
+    """
     sources: dict[str, dict[str, SourceScore]] = {}
     for name in _ordered_sources(lists):
-        for item_id, score, rank in _dedup(lists[name]):
+        for item_id, score, rank in deduped[name] if deduped is not None else _dedup(lists[name]):
             sources.setdefault(item_id, {})[name] = SourceScore(score=score, rank=rank)
     return sources
 
@@ -101,12 +107,13 @@ def rrf(lists: RankedLists, *, k: int = 60, weights: Mapping[str, float] | None 
     weights = _checked_weights(lists, weights)
 
     scores: dict[str, float] = {}
-    for name in _ordered_sources(lists):
+    deduped = {name: _dedup(lists[name]) for name in _ordered_sources(lists)}
+    for name, candidates in deduped.items():
         weight = float(weights.get(name, 1.0))
-        for item_id, _score, rank in _dedup(lists[name]):
+        for item_id, _score, rank in candidates:
             contribution = 0.0 if weight == 0 else 1.0 / (rank / weight + k - 1)
             scores[item_id] = scores.get(item_id, 0.0) + contribution
-    return _sorted(scores, _provenance(lists))
+    return _sorted(scores, _provenance(lists, deduped))
 
 
 def _checked_weights(lists: RankedLists, weights: Mapping[str, float] | None) -> dict[str, float]:
@@ -164,14 +171,14 @@ def dbsf(lists: RankedLists, *, weights: Mapping[str, float] | None = None) -> l
     """
     weights = _checked_weights(lists, weights)
     scores: dict[str, float] = {}
-    for name in _ordered_sources(lists):
-        candidates = _dedup(lists[name])
+    deduped = {name: _dedup(lists[name]) for name in _ordered_sources(lists)}
+    for name, candidates in deduped.items():
         if not candidates:
             continue
         weight = float(weights.get(name, 1.0))
         for (item_id, _score, _rank), normalised in zip(candidates, _distribution_normalised(candidates), strict=True):
             scores[item_id] = scores.get(item_id, 0.0) + weight * normalised
-    return _sorted(scores, _provenance(lists))
+    return _sorted(scores, _provenance(lists, deduped))
 
 
 def combine_dedup(lists: RankedLists) -> list[Fused]:
@@ -288,6 +295,12 @@ def fuse(
     if limit is not None and limit < 0:
         raise ValidationError("limit", f"must be >= 0, got {limit}")
     options = {"k": k, "weights": weights, "primary": primary, "boost_weight": boost_weight}
-    accepted = inspect.signature(function).parameters
+    accepted = _accepted(function)
     fused = function(lists, **{key: value for key, value in options.items() if key in accepted})
     return fused if limit is None else fused[:limit]
+
+
+@cache
+def _accepted(function: Callable[..., list[Fused]]) -> frozenset[str]:
+    """The keyword options a fusion function takes (read once per function, not per search)."""
+    return frozenset(inspect.signature(function).parameters)

@@ -24,7 +24,6 @@ from ragindex.errors import (
     RetrievalConfigurationError,
     RetrievalEncodingError,
 )
-from ragindex.filters import matches
 from ragindex.index.protocol import TenantFilter, VectorIndex, VectorQuery
 from ragindex.index.routing import bucket_of
 from ragindex.language import dominant_script
@@ -458,25 +457,33 @@ def _usable(item: Fused, views: Mapping[str, ChunkView], threshold: float | None
     the filter in the index but not here: it is never returned under its old values.
     """
     view = views.get(item.id)
-    if view is None or view.chunk.unit == Unit.SECTION:
+    if view is None or view.unit == Unit.SECTION:
         return False
     if threshold is not None and item.score < threshold:
         return False
-    return request.where is None or matches(request.where, row_metadata(view.doc_metadata, view.chunk), request.fields)
+    if request.where is None:
+        return True
+    from ragindex.filters import matches  # loaded by the filtered search that set ``where``
+
+    return matches(request.where, row_metadata(view.doc_metadata, view.chunk), request.fields)
 
 
 def _members(views: Mapping[str, ChunkView], sections: Sequence[str]) -> dict[str, list[ChunkText]]:
     """The live chunks of ``sections`` among ``views``, in document order (sections without any are absent)."""
     wanted = set(sections)
-    rows = sorted(
-        (view.chunk for view in views.values() if view.chunk.section_id in wanted and view.chunk.unit == Unit.CHUNK),
-        key=lambda row: row.chunk_index,
-    )
-    out: dict[str, list[ChunkText]] = {}
-    for row in rows:
-        piece = ChunkText(row.chunk_id, row.content, row.start_line, row.end_line)
-        out.setdefault(str(row.section_id), []).append(piece)
-    return out
+    found: dict[str, list[tuple[int, ChunkView]]] = {}
+    for view in views.values():
+        section_id = view.section_id
+        if section_id in wanted and view.unit == Unit.CHUNK:
+            found.setdefault(section_id, []).append((view.chunk_index, view))
+    return {
+        section_id: [ChunkText(v.chunk_id, v.content, v.start_line, v.end_line) for _, v in sorted(rows, key=_first)]
+        for section_id, rows in found.items()
+    }
+
+
+def _first(pair: tuple[int, ChunkView]) -> int:
+    return pair[0]
 
 
 def _build_hits(
@@ -503,7 +510,7 @@ def _build_hits(
         if group_by == GroupBy.NONE:
             kept.append((item, view, []))
         else:
-            key = group_key(view.chunk, group_by)
+            key = group_key(view, group_by)
             at = groups.get(key)
             if at is not None:
                 kept[at][2].append(MergedHit(chunk_id=item.id, rank=rank, score=item.score, scores=item.sources))

@@ -23,9 +23,10 @@ def query_terms(query: str) -> frozenset[str]:
 def best_match(terms: frozenset[str], chunks: Sequence[ChunkText]) -> str:
     """The id of the chunk containing most of ``terms`` (the first one on a tie)."""
     best, best_hits = chunks[0].chunk_id, -1
+    if len(chunks) == 1:  # the only chunk: nothing to compare
+        return best
     for chunk in chunks:
-        text = chunk.content.lower()
-        hits = sum(1 for term in terms if term in text)
+        hits = sum(map(chunk.content.lower().__contains__, terms))  # how many terms are in its text
         if hits > best_hits:
             best, best_hits = chunk.chunk_id, hits
     return best

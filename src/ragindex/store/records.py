@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, ItemsView, Iterator, KeysView, Mapping, Sequence, ValuesView
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any
@@ -221,6 +221,25 @@ class JsonObject(Mapping[str, Any]):
     def __getitem__(self, key: str) -> Any:
         return self.value[key]
 
+    def get(self, key: str, default: Any = None) -> Any:
+        """``key``'s value, or ``default`` (the decoded dict's own ``get``, as the views below)."""
+        return self.value.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.value
+
+    def keys(self) -> KeysView[str]:
+        """The decoded dict's own view: ``{**obj}`` and loops run at dict speed, not through Mapping's mixins."""
+        return self.value.keys()
+
+    def items(self) -> ItemsView[str, Any]:
+        """The decoded dict's items view."""
+        return self.value.items()
+
+    def values(self) -> ValuesView[Any]:
+        """The decoded dict's values view."""
+        return self.value.values()
+
     def __iter__(self) -> Iterator[str]:
         return iter(self.value)
 
@@ -234,14 +253,70 @@ class JsonObject(Mapping[str, Any]):
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
-@dataclass(frozen=True, slots=True)
-class ChunkView:
-    """A chunk joined with its document, as retrieval backfill needs it."""
+CHUNK_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(ChunkRow))
+"""The columns of a chunk row, in :class:`ChunkRow`'s field order (a backfill row starts with them)."""
+_AT = {name: at for at, name in enumerate(CHUNK_COLUMNS)}
+_METADATA = _AT["metadata"]
 
-    chunk: ChunkRow
-    source_uri: str
-    filename: str
-    doc_metadata: Mapping[str, Any]
+
+class ChunkView:
+    """A chunk joined with its document, as retrieval backfill needs it (read-only).
+
+    Backfill reads dozens of candidates for a search that returns a few hits: the :class:`ChunkRow` is built from
+    the row as read on first use of :attr:`chunk` (a hit's), and its JSON metadata decoded only then. What fusion,
+    grouping and the section members need of every candidate (``chunk_id``, ``doc_id``, ``unit``, ``section_id``,
+    ``section``, ``chunk_index``, ``content``, ``start_line``, ``end_line``) is read from that row directly.
+
+    Args:
+        chunk: The chunk row, or its values in :data:`CHUNK_COLUMNS` order (a longer row's first ones).
+        source_uri: The document's source.
+        filename: The document's file name.
+        doc_metadata: The document's metadata.
+    """
+
+    __slots__ = ("_chunk", "_values", "doc_metadata", "filename", "source_uri")
+
+    def __init__(
+        self, chunk: ChunkRow | Sequence[Any], source_uri: str, filename: str, doc_metadata: Mapping[str, Any]
+    ) -> None:
+        if isinstance(chunk, ChunkRow):
+            self._chunk: ChunkRow | None = chunk
+            self._values: Sequence[Any] = tuple(getattr(chunk, name) for name in CHUNK_COLUMNS)
+        else:
+            self._chunk, self._values = None, chunk
+        self.source_uri = source_uri
+        self.filename = filename
+        self.doc_metadata = doc_metadata
+
+    @property
+    def chunk(self) -> ChunkRow:
+        """The chunk row (built on first use)."""
+        if self._chunk is None:
+            values = list(self._values[: len(CHUNK_COLUMNS)])
+            values[_METADATA] = JsonObject.of(values[_METADATA])
+            self._chunk = ChunkRow(*values)
+        return self._chunk
+
+    chunk_id = property(lambda self: self._values[0], doc="The chunk's id.")
+    doc_id = property(lambda self: self._values[1], doc="Its document's id.")
+    chunk_index = property(lambda self: self._values[_AT["chunk_index"]], doc="Its place in the document.")
+    content = property(lambda self: self._values[_AT["content"]], doc="Its text.")
+    start_line = property(lambda self: self._values[_AT["start_line"]], doc="1-based first line, if known.")
+    end_line = property(lambda self: self._values[_AT["end_line"]], doc="1-based last line, if known.")
+    section = property(lambda self: self._values[_AT["section"]], doc="Its heading, if any.")
+    unit = property(lambda self: self._values[_AT["unit"]], doc="``chunk`` or ``section``.")
+    section_id = property(lambda self: self._values[_AT["section_id"]], doc="Its section row's id, if any.")
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.chunk, self.source_uri, self.filename, dict(self.doc_metadata))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ChunkView) and self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ChunkView(chunk={self.chunk!r}, source_uri={self.source_uri!r}, filename={self.filename!r})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,14 +10,11 @@ from sqlalchemy import and_, func, or_, select
 
 from ragindex.errors import NotFoundError
 from ragindex.store import schema
-from ragindex.store.records import ChunkRow, ChunkText, ChunkView, JsonObject, SectionText
+from ragindex.store.records import CHUNK_COLUMNS, ChunkRow, ChunkText, ChunkView, JsonObject, SectionText
 from ragindex.store.sql.core import CH, DOC, KINDS, SQL_IN_BATCH, SqlCore, batches, given, status_col
 from ragindex.store.sql.rows import chunk_row
-from ragindex.store.sql.search_sql import CHUNK_FIELDS
 from ragindex.store.states import IndexStatus, Lifecycle
 from ragindex.types import Unit
-
-_METADATA = CHUNK_FIELDS.index("metadata")
 
 
 class SqlChunkReads(SqlCore):
@@ -35,14 +32,15 @@ class SqlChunkReads(SqlCore):
     def backfill(self, chunk_ids: Sequence[str], *, sections: Sequence[str] = ()) -> dict[str, ChunkView]:
         """ACTIVE chunks (joined with their document) by id; REMOVED or unknown ids are absent (no ghosts).
 
-        With ``sections``, also every ACTIVE chunk of those sections (read in the same query). The JSON columns
-        are decoded on first use only (:class:`~ragindex.store.records.JsonObject`): a search reads the metadata
-        of the hits it returns, not of every candidate; a document's metadata is decoded once per call.
+        With ``sections``, also every ACTIVE chunk of those sections (read in the same query). Each view keeps the
+        row as read and builds its :class:`ChunkRow` (decoding the chunk's JSON metadata) on first use only: a
+        search builds the rows of the hits it returns, not of every candidate; a document's metadata is decoded
+        at most once per call (:class:`~ragindex.store.records.JsonObject`).
         """
         views: dict[str, ChunkView] = {}
         docs: dict[int, tuple[str, str, Mapping[str, Any]]] = {}
         ids, parts = list(chunk_ids), list(dict.fromkeys(sections))
-        width = len(CHUNK_FIELDS)
+        width = len(CHUNK_COLUMNS)
         with self._errors():
             for start in range(0, max(len(ids), len(parts)), SQL_IN_BATCH):
                 end = start + SQL_IN_BATCH
@@ -50,10 +48,7 @@ class SqlChunkReads(SqlCore):
                     doc = docs.get(r[1])
                     if doc is None:
                         doc = docs[r[1]] = (r[width], r[width + 1], JsonObject.of(r[width + 2]))
-                    values = list(r[:width])
-                    values[_METADATA] = JsonObject.of(values[_METADATA])
-                    chunk = ChunkRow(*values)
-                    views[chunk.chunk_id] = ChunkView(chunk, doc[0], doc[1], doc[2])
+                    views[r[0]] = ChunkView(r, *doc)
         return views
 
     def chunk_sections(self, chunk_ids: Sequence[str]) -> dict[str, tuple[str, int]]:

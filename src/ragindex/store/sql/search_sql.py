@@ -1,29 +1,29 @@
 """The search path's reads as plain SQL text: no statement built, compiled or cache-keyed per call.
 
-A search reads the truth store three times (the dense candidates' sections, the backfill of the fused candidates,
-the sections a hit's context needs). Through SQLAlchemy's expression layer each read cost ~0.4 ms of Python before
-the database did anything (building the ``select``, its cache key, expanding the IN-list, processing each result
-column); the same read as text through the driver costs ~0.1 ms (measured in docs/service.md, "The read path").
-The texts are rendered once per dialect with its quoting and its driver's positional placeholder; only the
-IN-lists vary, and their placeholders are cached per length. JSON columns come back as the driver gives them
-(text, or a dict from drivers that decode JSON themselves): :class:`~ragindex.store.records.JsonObject` decodes
-them when first read.
+A search reads the truth store four times (the ACTIVE collection, the dense candidates' sections, the backfill of
+the fused candidates, the sections a hit's context needs). Through SQLAlchemy's expression layer each read cost
+~0.4 ms of Python before the database did anything (building the ``select``, its cache key, expanding the IN-list,
+processing each result column); the same read as text costs ~0.1 ms (measured in docs/service.md, "The read
+path"). The texts are rendered once per dialect with its quoting and its driver's positional placeholder; only the
+IN-lists vary, and their placeholders are cached per length. They run on a pooled DBAPI connection's own
+cursor (``fetchall``: plain tuples), not through a SQLAlchemy ``Connection`` and its result (a ``fetchone`` and a
+``Row`` per row: ~0.3 ms of a 100-row backfill), with the pool's checkout and reset as before; a driver error is
+raised as SQLAlchemy's wrapped one, which the store turns into its :class:`~ragindex.errors.StoreError`. JSON
+columns come back as the driver gives them (text, or a dict from drivers that decode JSON themselves):
+:class:`~ragindex.store.records.JsonObject` decodes them when first read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import fields
 from functools import cache
 from typing import Any
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError
 
 from ragindex.store import schema
-from ragindex.store.records import ChunkRow
-
-CHUNK_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(ChunkRow))
-"""The columns of a chunk row, in :class:`ChunkRow`'s field order (a backfill row starts with them)."""
+from ragindex.store.records import CHUNK_COLUMNS
 
 
 class SearchSql:
@@ -35,13 +35,14 @@ class SearchSql:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self._driver_error: type[Exception] = engine.dialect.loaded_dbapi.Error
         self.mark = "?" if engine.dialect.paramstyle == "qmark" else "%s"
         quote = engine.dialect.identifier_preparer.quote
         chunks, documents = quote(schema.chunks.name), quote(schema.documents.name)
-        c = {name: f"c.{quote(name)}" for name in {*CHUNK_FIELDS, "lifecycle_status"}}
+        c = {name: f"c.{quote(name)}" for name in {*CHUNK_COLUMNS, "lifecycle_status"}}
         d = {name: f"d.{quote(name)}" for name in ("doc_id", "source_uri", "filename", "metadata", "lifecycle_status")}
         self._backfill = (
-            f"SELECT {', '.join(c[name] for name in CHUNK_FIELDS)}, {d['source_uri']}, {d['filename']}, "
+            f"SELECT {', '.join(c[name] for name in CHUNK_COLUMNS)}, {d['source_uri']}, {d['filename']}, "
             f"{d['metadata']} FROM {chunks} c JOIN {documents} d ON {d['doc_id']} = {c['doc_id']} "
             f"WHERE ({{wanted}}) AND {c['lifecycle_status']} = {self.mark} AND {d['lifecycle_status']} = {self.mark}"
         )
@@ -86,8 +87,18 @@ class SearchSql:
         return self._read(self._members.format(_marks(self.mark, len(section_ids))), (*section_ids, live))
 
     def _read(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
-        with self.engine.connect() as conn:
-            return list(conn.exec_driver_sql(sql, params))
+        conn = self.engine.raw_connection()  # the pool's checkout (pre-ping where configured) and reset on close
+        try:
+            cursor = conn.cursor()
+            try:
+                cursor.execute(sql, params)
+                return list(cursor.fetchall())
+            finally:
+                cursor.close()
+        except self._driver_error as exc:
+            raise DBAPIError.instance(sql, params, exc, self._driver_error) from exc
+        finally:
+            conn.close()
 
 
 @cache
