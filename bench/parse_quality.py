@@ -47,7 +47,7 @@ from bench.common import save_section
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "parse-quality.json"
 VENV = Path(os.environ.get("RAGINDEX_TABLES_VENV", "/work/venvs/tables"))
-BASELINES = ("camelot-stream", "camelot-network", "pdfplumber-text")
+BASELINES = ("camelot-stream", "camelot-network", "pdfplumber-text", "img2table")
 
 Rows = list[list[str]]
 

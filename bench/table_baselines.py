@@ -1,4 +1,4 @@
-"""Tables found by camelot (stream and network modes) and pdfplumber (text strategy), as JSON on stdout.
+"""Tables found by camelot (stream and network modes), pdfplumber (text strategy) and img2table, as JSON on stdout.
 
 Runs in the comparison venv made by ``bench/tables_venv.sh`` (never in the project's venv):
 ``/work/venvs/tables/bin/python bench/table_baselines.py TOOL PDF...`` prints
@@ -35,6 +35,20 @@ def _pdfplumber(path: str) -> list[dict[str, Any]]:
     return out
 
 
+def _img2table(path: str) -> list[dict[str, Any]]:
+    from img2table.document import PDF
+
+    pages = PDF(src=path).extract_tables(borderless_tables=True, implicit_columns=True, implicit_rows=True)
+    return [
+        {
+            "pages": [int(page) + 1],
+            "rows": [["" if c is None or c != c else str(c) for c in row] for row in t.df.values.tolist()],
+        }
+        for page, tables in pages.items()
+        for t in tables
+    ]
+
+
 def main(argv: list[str]) -> int:
     tool, paths = argv[0], argv[1:]
     out: dict[str, Any] = {}
@@ -45,6 +59,8 @@ def main(argv: list[str]) -> int:
                 tables = _camelot(path, tool.removeprefix("camelot-"))
             elif tool == "pdfplumber-text":
                 tables = _pdfplumber(path)
+            elif tool == "img2table":
+                tables = _img2table(path)
             else:
                 raise SystemExit(f"unknown tool {tool}")
             out[path] = {"tables": tables, "seconds": time.perf_counter() - started}
