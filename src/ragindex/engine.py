@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -87,6 +88,7 @@ class Engine(ChunkEditing, Maintenance, Closing):
         self._fields: dict[tuple[int, int], dict[str, FieldType]] = {}  # the sets' metadata field types (search)
         self.calibrations = CalibrationCache(self.store)  # the sets' fusion weights (retrieval.calibration)
         self.score_watch: ScoreWatch | None = None  # search scores, saved off the search path (retrieval.drift)
+        self._unobserved = threading.local()  # a thread whose searches the drift watch must not count
         if self.settings.drift_enabled:
             from ragindex.retrieval.drift import ScoreWatch
 
@@ -441,6 +443,15 @@ class Engine(ChunkEditing, Maintenance, Closing):
         for unit, kinds in units.items():
             self.store.enable_kinds([k for k in kinds if k in self.sparse], unit=unit)
 
+    @contextmanager
+    def _unobserved_searches(self) -> Iterator[None]:
+        """This thread's searches inside the block are not sampled by the score-drift watch (calibration's own)."""
+        self._unobserved.active = True
+        try:
+            yield
+        finally:
+            self._unobserved.active = False
+
     def search(
         self,
         query: str,
@@ -539,7 +550,9 @@ class Engine(ChunkEditing, Maintenance, Closing):
             reranker=lambda: self.reranker,
             rerank_candidates=self.settings.rerank_candidates,
             enabled_sources=enabled_by_setting(self.settings.recall_enabled_sources),
-            observe=self.score_watch.observe if self.score_watch is not None else None,
+            observe=None
+            if self.score_watch is None or getattr(self._unobserved, "active", False)
+            else self.score_watch.observe,
         )
         # grouping happens as the hits are built (only the kept ones are); expansion reuses the rows read
         fetch = replace(request, top_k=shape.fetch(request.top_k))

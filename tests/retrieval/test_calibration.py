@@ -130,6 +130,17 @@ def test_english_faq_keeps_equal_weights_and_records_what_was_measured(english: 
     assert all("weight" not in score for score in hit.to_dict()["scores"].values())  # equal weights: as before
 
 
+def test_the_calibration_s_pseudo_queries_are_not_counted_by_the_score_drift_watch(english: Engine) -> None:
+    watch = english.score_watch
+    assert watch is not None  # the drift watch is on by default
+    watch.flush()
+    assert english.calibrate_fusion(user_id=1, set_id=1) is not None  # ~100 searches per source
+    assert watch.held_queries() == {}
+    english.search("Why are Python strings immutable?", user_id=1, set_id=1)
+    held = watch.held_queries()
+    assert held and set(held.values()) == {1}  # a user's search is still counted, once per source
+
+
 def test_a_weak_dense_source_is_weighed_down_shows_its_weight_and_ranks_the_real_questions_better(
     random_dense: Engine,
 ) -> None:

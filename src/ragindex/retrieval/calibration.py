@@ -316,9 +316,10 @@ def run_calibration(
         return [(hit.doc_id, hit.score) for hit in result.hits]
 
     queries = pseudo_queries(engine.store, documents, sample)
-    calibration = calibrate(
-        search, queries, sources, fusion=fusion, user_id=user_id, set_id=set_id, documents=len(documents)
-    )
+    with engine._unobserved_searches():  # pseudo-queries are not users' queries: no drift sample of them
+        calibration = calibrate(
+            search, queries, sources, fusion=fusion, user_id=user_id, set_id=set_id, documents=len(documents)
+        )
     engine.store.save_fusion_calibration(calibration)
     engine.calibrations.forget(user_id, set_id)
     return calibration
