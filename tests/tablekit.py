@@ -499,3 +499,48 @@ def spanning_group_labels_pdf() -> tuple[bytes, list[Rows]]:
     pdf.showPage()  # type: ignore[attr-defined]
     pdf.save()  # type: ignore[attr-defined]
     return buffer.getvalue(), [expected]
+
+
+INEQUALITY_YEARS = ["2003", "2004", "2005", "2006", "2007"]
+INEQUALITY_ROWS = [
+    ("Household income inequality measured by the Gini index", ("0.4640", "0.4660", "0.4690", "0.4700", "0.4630")),
+    ("Between-state income inequality measured by the Gini index", ("0.0624", "0.0701", "0.0677", "0.0713", "0.0749")),
+    (
+        "Premature mortality in years of potential life lost before age 75",
+        ("6970.7", "6841.5", "6912.9", "6882.0", "6799.5"),
+    ),
+    (
+        "Between-state inequality in premature mortality by the Gini index",
+        ("0.0868", "0.0926", "0.0939", "0.0963", "0.0956"),
+    ),
+]
+
+
+def long_row_labels_pdf() -> tuple[bytes, list[Rows]]:
+    """A table whose row labels are sentences wrapped onto two lines, the values centred between them: the label
+    lines read like a column of running text, but each has a number at its height on its right. The whole table
+    is set in one bold face, so that bold tells no section title from the rest of a label."""
+    buffer = io.BytesIO()
+    pdf = _canvas(buffer, "Inequality measures")
+    rights = [250, 300, 350, 400, 450]
+    pdf.setFont("Helvetica-Bold", 8)  # type: ignore[attr-defined]
+    pdf.drawString(72, 740, "TABLE. Inequality in income and premature mortality, 2003-2007")  # type: ignore[attr-defined]
+    y = 718
+    pdf.drawString(72, y, "Inequality measure")  # type: ignore[attr-defined]
+    for right, year in zip(rights, INEQUALITY_YEARS, strict=True):
+        pdf.drawRightString(right, y, year)  # type: ignore[attr-defined]
+    expected: Rows = [["Inequality measure", *INEQUALITY_YEARS]]
+    pdf.setFont("Helvetica-Bold", 8)  # type: ignore[attr-defined]
+    y -= 12
+    for label, values in INEQUALITY_ROWS:
+        first, second = _wrap(label, 38)
+        y -= 10
+        pdf.drawString(72, y + 4, first)  # type: ignore[attr-defined]
+        pdf.drawString(72, y - 5, second)  # type: ignore[attr-defined]
+        for right, value in zip(rights, values, strict=True):
+            pdf.drawRightString(right, y, value)  # type: ignore[attr-defined]
+        expected.append([label, *values])
+        y -= 14
+    pdf.showPage()  # type: ignore[attr-defined]
+    pdf.save()  # type: ignore[attr-defined]
+    return buffer.getvalue(), [expected]

@@ -23,6 +23,7 @@ from tablekit import (
     grid_around_values_pdf,
     header_ruled_table_pdf,
     lists_and_chart_pdf,
+    long_row_labels_pdf,
     sectioned_table_pdf,
     simple_rows,
     spanning_group_labels_pdf,
@@ -190,6 +191,13 @@ def test_a_group_label_across_the_value_columns_does_not_merge_them() -> None:
     doc = _load(data)
     assert _tables(doc) == expected
     assert "| Actual | 49,293 | 49,266 | 49,373 | 49,484 |" in doc.text
+
+
+def test_long_row_labels_wrapped_around_their_values_are_a_label_column_not_prose() -> None:
+    data, expected = long_row_labels_pdf()
+    doc = _load(data)
+    assert _tables(doc) == expected  # every label whole, its last line included (not a section row, not text)
+    assert "| Between-state inequality in premature mortality by the Gini index | 0.0868 |" in doc.text
 
 
 def test_dot_leaders_are_cut_and_numbers_recognised() -> None:

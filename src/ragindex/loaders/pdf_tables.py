@@ -273,12 +273,15 @@ def _text_columns(segments: Sequence[Segment]) -> list[BBox]:
     """The boxes of the page's columns of running text.
 
     Five or more lines of prose starting at one x, one under the other; a gap of over three lines starts a new box.
+    Long row labels are not running text: a run whose every line has a number on its right at its height (the
+    label's values, or the row it is wrapped around) is a table's label column.
     """
     by_x: dict[int, list[Segment]] = {}
     for s in segments:
         if _prose(s):
             by_x.setdefault(round(s.x0 / _COLUMN_X_STEP), []).append(s)
     boxes: list[BBox] = []
+    numbers: list[Segment] | None = None
     for members in by_x.values():
         members.sort(key=lambda s: s.top)
         runs: list[list[Segment]] = []
@@ -287,12 +290,22 @@ def _text_columns(segments: Sequence[Segment]) -> list[BBox]:
                 runs[-1].append(s)
             else:
                 runs.append([s])
-        boxes += [
-            BBox(min(x.x0 for x in run) - 1, run[0].top - 1, max(x.x1 for x in run) + 1, run[-1].bottom + 1)
-            for run in runs
-            if len(run) >= _MIN_COLUMN_LINES
-        ]
+        for run in runs:
+            if len(run) < _MIN_COLUMN_LINES:
+                continue
+            if numbers is None:
+                numbers = [s for s in segments if is_numeric(s.text)]
+            if all(_beside_number(line, numbers) for line in run):
+                continue
+            boxes.append(
+                BBox(min(x.x0 for x in run) - 1, run[0].top - 1, max(x.x1 for x in run) + 1, run[-1].bottom + 1)
+            )
     return boxes
+
+
+def _beside_number(line: Segment, numbers: Sequence[Segment]) -> bool:
+    """Whether a number stands right of ``line`` and overlaps its height."""
+    return any(n.x0 >= line.x1 and n.top < line.bottom and n.bottom > line.top for n in numbers)
 
 
 def _within(segment: Segment, box: BBox) -> bool:
@@ -306,7 +319,7 @@ def _regions(bands: Sequence[Band]) -> list[list[Band]]:
 
     def close() -> None:
         if sum(1 for b in current if len(b.segments) > 1) >= _MIN_DATA_BANDS:
-            regions.append(list(current))
+            regions.append([*current, *_wrapped_tail(current[-1], pending)])
         current.clear()
         pending.clear()
 
@@ -325,6 +338,21 @@ def _regions(bands: Sequence[Band]) -> list[list[Band]]:
             close()
     close()
     return regions
+
+
+def _wrapped_tail(last: Band, pending: Sequence[Band]) -> list[Band]:
+    """The lines under a region's last row that finish its wrapped label.
+
+    Each stands right under the one before (less than a line apart) and starts in lower case (a note under a table
+    starts with a capital or a mark).
+    """
+    out: list[Band] = []
+    for band in pending:
+        if band.top - last.bottom >= band.height or not _continues_text(band.segments[0].text):
+            break
+        out.append(band)
+        last = band
+    return out
 
 
 def _join_sections(bands: Sequence[Band], regions: list[list[Band]]) -> list[list[Band]]:
@@ -632,12 +660,12 @@ def _logical_rows(rows: list[_Row], labels: list[int], numeric: list[int], width
         ):
             for c in filled:
                 spanning[c].append(row)
-        elif (
+        elif not _continues_text(row.cells[labels[0]]) and (
             row.cells[labels[0]].rstrip().endswith(":")
             or (row.bold and not (after and after.bold))
             or _set_off(row, before, after)
         ):
-            out.append(row)  # a section row
+            out.append(row)  # a section row (its title starts with a capital, or a number)
         else:
             _join_label(row, before, after, out)
     for c, found in spanning.items():
