@@ -348,3 +348,199 @@ def unit_column_table_pdf() -> tuple[bytes, list[Rows]]:
     pdf.showPage()  # type: ignore[attr-defined]
     pdf.save()  # type: ignore[attr-defined]
     return buffer.getvalue(), [expected]
+
+
+RATE_HEADER = ["Age group", "no.", "Rate", "(95% CI)", "no.", "Rate", "(95% CI)"]
+RATE_ROWS = [
+    ("45-54", "47", "21.8", "(16.0-29.0)", "91", "8.7", "(7.0-10.6)"),
+    ("55-64", "116", "85.5", "(69.9-101.0)", "224", "31.9", "(27.7-36.1)"),
+    ("65-74", "164", "234.9", "(199.0-270.9)", "527", "132.2", "(120.9-143.5)"),
+    ("total", "777", "163.8", "(152.3-175.3)", "3,229", "130.9", "(126.3-135.4)"),
+]
+FIGURES_PROSE = (
+    "Rates ranged from 97.4 per 100,000 (Utah) to 241.1 per 100,000 (District of Columbia), with a median of "
+    "126.1 per 100,000 (North Carolina), and the rates of 12 states were above 150 per 100,000 in 2006 and 2007."
+)
+
+
+def table_above_prose_with_figures_pdf() -> tuple[bytes, list[Rows]]:
+    """A table with narrow gutters, a note under it, and then two columns of running text that quote figures
+    (``a median of 126.1 per 100,000``): the text lines are prose, not a row of the table, so they neither join it
+    nor bridge its gutters."""
+    buffer = io.BytesIO()
+    pdf = _canvas(buffer, "Death rates")
+    rights = [130, 165, 240, 290, 320, 395]  # right edges of the value columns, gutters of 12-25 points
+    pdf.setFont("Helvetica-Bold", 8)  # type: ignore[attr-defined]
+    pdf.drawString(72, 730, "Table 2. Number of deaths and death rates by age group, 2006")  # type: ignore[attr-defined]
+    y = 710
+    pdf.drawString(72, y, RATE_HEADER[0])  # type: ignore[attr-defined]
+    for right, label in zip(rights, RATE_HEADER[1:], strict=True):
+        pdf.drawRightString(right, y, label)  # type: ignore[attr-defined]
+    pdf.setFont("Helvetica", 8)  # type: ignore[attr-defined]
+    for label, *values in RATE_ROWS:
+        y -= 12
+        pdf.drawString(78, y, label)  # type: ignore[attr-defined]
+        for right, value in zip(rights, values, strict=True):
+            pdf.drawRightString(right, y, value)  # type: ignore[attr-defined]
+    y -= 14
+    pdf.drawString(72, y, "Abbreviation: CI = confidence interval.")  # type: ignore[attr-defined]
+    y -= 9
+    pdf.drawString(72, y, "* Per 100,000 standard population.")  # type: ignore[attr-defined]
+    y -= 22
+    pdf.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+    left, right = _wrap(FIGURES_PROSE, 44), _wrap(FIGURES_PROSE[60:] + " " + FIGURES_PROSE, 44)
+    for a, b in zip(left, right, strict=False):
+        pdf.drawString(72, y, a)  # type: ignore[attr-defined]
+        pdf.drawString(320, y, b)  # type: ignore[attr-defined]
+        y -= 12
+    pdf.showPage()  # type: ignore[attr-defined]
+    pdf.save()  # type: ignore[attr-defined]
+    return buffer.getvalue(), [[RATE_HEADER, *[list(r) for r in RATE_ROWS]]]
+
+
+TALL_HEADER = [
+    ["", "Body", "Weight"],
+    ["", "weight", "relative"],
+    ["", "at the", "to the"],
+    ["", "end of", "weight of"],
+    ["", "the study", "the controls"],
+    ["Dose (ppm)", "(g)", "(%)"],
+]
+TALL_SECTIONS = [
+    ("Male", [("0", "35.0", ""), ("250", "35.8", "102"), ("500", "34.7", "99"), ("1,000", "34.5", "99")]),
+    ("Female", [("0", "33.6", ""), ("250", "33.9", "101"), ("500", "33.6", "100"), ("1,000", "32.7", "97")]),
+]
+
+
+def tall_header_table_pdf() -> tuple[bytes, list[Rows]]:
+    """A table whose column headers wrap onto six lines (narrow columns, long names), over rows in sections
+    (``Male``, ``Female``): every header line belongs to the header, joined per column."""
+    buffer = io.BytesIO()
+    pdf = _canvas(buffer, "Body weights at the end of the study")
+    rights = [110, 190, 260]
+    pdf.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+    pdf.drawString(72, 740, "Table 6. Body weights of the rats at the end of the study.")  # type: ignore[attr-defined]
+    y = 720
+    pdf.setFont("Helvetica-Bold", 8)  # type: ignore[attr-defined]
+    for line in TALL_HEADER:
+        if line[0]:
+            pdf.drawString(72, y, line[0])  # type: ignore[attr-defined]
+        for right, word in zip(rights[1:], line[1:], strict=True):
+            pdf.drawRightString(right, y, word)  # type: ignore[attr-defined]
+        y -= 9
+    header = [" ".join(line[c] for line in TALL_HEADER if line[c]) for c in range(3)]
+    expected: Rows = [header]
+    pdf.setFont("Helvetica", 8)  # type: ignore[attr-defined]
+    for label, rows in TALL_SECTIONS:
+        y -= 6
+        pdf.drawString(72, y, label)  # type: ignore[attr-defined]
+        expected.append([label, "", ""])
+        y -= 14
+        for row in rows:
+            pdf.drawRightString(rights[0], y, row[0])  # type: ignore[attr-defined]
+            for right, value in zip(rights[1:], row[1:], strict=True):
+                pdf.drawRightString(right, y, value)  # type: ignore[attr-defined]
+            expected.append(list(row))
+            y -= 10
+    pdf.showPage()  # type: ignore[attr-defined]
+    pdf.save()  # type: ignore[attr-defined]
+    return buffer.getvalue(), [expected]
+
+
+ENROLLMENT_HEADER = ["Source", "2007-08", "2008-09", "2009-10", "2010-11"]
+ENROLLMENT_GROUPS = [
+    ("Enrollment, in thousands", [("Actual", "49,293", "49,266", "49,373", "49,484")]),
+    (
+        "Projected enrollment, in thousands",
+        [
+            ("Edition 2017", "49,644", "49,825", "50,067", "50,353"),
+            ("Edition 2018", "49,470", "49,623", "49,788", "50,034"),
+        ],
+    ),
+    (
+        "Percentage difference between actual and projected values",
+        [("Edition 2017", "0.7", "1.1", "1.4", "1.8"), ("Edition 2018", "0.4", "0.7", "0.8", "1.1")],
+    ),
+]
+
+
+def spanning_group_labels_pdf() -> tuple[bytes, list[Rows]]:
+    """A table whose groups of rows open with a label centred across all the value columns, alone on its line
+    (``Enrollment, in thousands``): it crosses the gutters, but the columns under it stay apart, and it stands in
+    the first column it reaches (a spanning cell's place)."""
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    buffer = io.BytesIO()
+    pdf = _canvas(buffer, "Enrollment projections")
+    rights = [230, 310, 390, 470]
+    pdf.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+    pdf.drawString(72, 740, "Table 7. Actual and projected enrollment.")  # type: ignore[attr-defined]
+    y = 718
+    pdf.setFont("Helvetica-Bold", 8)  # type: ignore[attr-defined]
+    pdf.drawString(72, y, ENROLLMENT_HEADER[0])  # type: ignore[attr-defined]
+    for right, label in zip(rights, ENROLLMENT_HEADER[1:], strict=True):
+        pdf.drawRightString(right, y, label)  # type: ignore[attr-defined]
+    expected: Rows = [ENROLLMENT_HEADER]
+    pdf.setFont("Helvetica", 8)  # type: ignore[attr-defined]
+    centre = (rights[0] - 60 + rights[-1]) / 2
+    for label, rows in ENROLLMENT_GROUPS:
+        y -= 12
+        pdf.drawCentredString(centre, y, label)  # type: ignore[attr-defined]
+        start = centre - stringWidth(label, "Helvetica", 8) / 2
+        column = 1 + next(i for i, right in enumerate(rights) if start < right)  # the first column it reaches
+        expected.append(["", "", "", "", ""])
+        expected[-1][column] = label
+        for row in rows:
+            y -= 11
+            pdf.drawString(72, y, row[0])  # type: ignore[attr-defined]
+            for right, value in zip(rights, row[1:], strict=True):
+                pdf.drawRightString(right, y, value)  # type: ignore[attr-defined]
+            expected.append(list(row))
+    pdf.showPage()  # type: ignore[attr-defined]
+    pdf.save()  # type: ignore[attr-defined]
+    return buffer.getvalue(), [expected]
+
+
+INEQUALITY_YEARS = ["2003", "2004", "2005", "2006", "2007"]
+INEQUALITY_ROWS = [
+    ("Household income inequality measured by the Gini index", ("0.4640", "0.4660", "0.4690", "0.4700", "0.4630")),
+    ("Between-state income inequality measured by the Gini index", ("0.0624", "0.0701", "0.0677", "0.0713", "0.0749")),
+    (
+        "Premature mortality in years of potential life lost before age 75",
+        ("6970.7", "6841.5", "6912.9", "6882.0", "6799.5"),
+    ),
+    (
+        "Between-state inequality in premature mortality by the Gini index",
+        ("0.0868", "0.0926", "0.0939", "0.0963", "0.0956"),
+    ),
+]
+
+
+def long_row_labels_pdf() -> tuple[bytes, list[Rows]]:
+    """A table whose row labels are sentences wrapped onto two lines, the values centred between them: the label
+    lines read like a column of running text, but each has a number at its height on its right. The whole table
+    is set in one bold face, so that bold tells no section title from the rest of a label."""
+    buffer = io.BytesIO()
+    pdf = _canvas(buffer, "Inequality measures")
+    rights = [250, 300, 350, 400, 450]
+    pdf.setFont("Helvetica-Bold", 8)  # type: ignore[attr-defined]
+    pdf.drawString(72, 740, "TABLE. Inequality in income and premature mortality, 2003-2007")  # type: ignore[attr-defined]
+    y = 718
+    pdf.drawString(72, y, "Inequality measure")  # type: ignore[attr-defined]
+    for right, year in zip(rights, INEQUALITY_YEARS, strict=True):
+        pdf.drawRightString(right, y, year)  # type: ignore[attr-defined]
+    expected: Rows = [["Inequality measure", *INEQUALITY_YEARS]]
+    pdf.setFont("Helvetica-Bold", 8)  # type: ignore[attr-defined]
+    y -= 12
+    for label, values in INEQUALITY_ROWS:
+        first, second = _wrap(label, 38)
+        y -= 10
+        pdf.drawString(72, y + 4, first)  # type: ignore[attr-defined]
+        pdf.drawString(72, y - 5, second)  # type: ignore[attr-defined]
+        for right, value in zip(rights, values, strict=True):
+            pdf.drawRightString(right, y, value)  # type: ignore[attr-defined]
+        expected.append([label, *values])
+        y -= 14
+    pdf.showPage()  # type: ignore[attr-defined]
+    pdf.save()  # type: ignore[attr-defined]
+    return buffer.getvalue(), [expected]

@@ -23,9 +23,13 @@ from tablekit import (
     grid_around_values_pdf,
     header_ruled_table_pdf,
     lists_and_chart_pdf,
+    long_row_labels_pdf,
     sectioned_table_pdf,
     simple_rows,
+    spanning_group_labels_pdf,
     stacked_table_pdf,
+    table_above_prose_with_figures_pdf,
+    tall_header_table_pdf,
     unit_column_table_pdf,
 )
 
@@ -165,6 +169,35 @@ def test_a_unit_column_without_a_header_joins_the_label_on_its_left() -> None:
     doc = _load(data)
     assert _tables(doc) == expected
     assert "| 14 years | 3,782,784 |" in doc.text
+
+
+def test_running_text_that_quotes_figures_neither_joins_a_table_nor_bridges_its_gutters() -> None:
+    data, expected = table_above_prose_with_figures_pdf()
+    doc = _load(data)
+    assert _tables(doc) == expected
+    assert "| 45-54 | 47 | 21.8 | (16.0-29.0) | 91 | 8.7 | (7.0-10.6) |" in doc.text
+    assert "| Rates ranged" not in doc.text and "with a median of" in doc.text  # the prose stays text
+
+
+def test_a_header_of_six_lines_is_joined_per_column() -> None:
+    data, expected = tall_header_table_pdf()
+    doc = _load(data)
+    assert _tables(doc) == expected
+    assert "| Dose (ppm) | Body weight at the end of the study (g) |" in doc.text
+
+
+def test_a_group_label_across_the_value_columns_does_not_merge_them() -> None:
+    data, expected = spanning_group_labels_pdf()
+    doc = _load(data)
+    assert _tables(doc) == expected
+    assert "| Actual | 49,293 | 49,266 | 49,373 | 49,484 |" in doc.text
+
+
+def test_long_row_labels_wrapped_around_their_values_are_a_label_column_not_prose() -> None:
+    data, expected = long_row_labels_pdf()
+    doc = _load(data)
+    assert _tables(doc) == expected  # every label whole, its last line included (not a section row, not text)
+    assert "| Between-state inequality in premature mortality by the Gini index | 0.0868 |" in doc.text
 
 
 def test_dot_leaders_are_cut_and_numbers_recognised() -> None:

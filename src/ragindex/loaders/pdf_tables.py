@@ -9,13 +9,15 @@ their text. This module reads it, with no model:
 * **Bands**: segments whose vertical centres agree (within a third of a line) form a band, top to bottom.
 * **Regions**: runs of bands with two or more segments (short ones, not two columns of prose), the one-segment
   bands between them included (wrapped cells, row-spanning labels), and no vertical gap over 2.5 lines.
-* **Columns**: the gutters are the x ranges that (almost) no segment of the data bands covers.
+* **Columns**: the gutters are the x ranges that (almost) no segment of the data bands covers; a label alone on
+  its band (a group's title centred over the values) does not close a gutter it straddles, and stands in the first
+  column it reaches.
 * **Rows**: a band with values is a row; a band with labels only is, by its place, a row-spanning label (the
   rows above and below it have that column empty: it is given to each of them), the rest of a wrapped label (it
   is joined to the neighbouring row it is closest to, or to the row whose leader it leads into), or a section row
   (it ends with ``:``). A band of text only in non-numeric columns right under a row continues its cells.
   Labels stacked in one cell, each beside its own values, are simply rows of their own here.
-* **Header**: the bands above the first band with a number in a numeric column (at most three, joined per
+* **Header**: the bands above the first band with a number in a numeric column (at most seven, joined per
   column); a table without numeric columns takes its first band.
 
 What it does not do: tables whose cells are separated by spaces inside one text run (typewriter tables), and
@@ -54,9 +56,11 @@ _UNIT_SHARE = 0.8
 _BAND_TOLERANCE = 0.34
 _MAX_GAP_LINES = 2.5
 _MIN_DATA_BANDS = 3
-_MAX_HEADER_BANDS = 5
+_MAX_HEADER_BANDS = 7
 _PROSE_WORDS = 6
 _PROSE_CHARS = 25
+_PROSE_WORD_SHARE = 0.7
+_OPENING = "(['\"“‘"
 _COLUMN_X_STEP = 4.0
 _MIN_COLUMN_LINES = 5
 _MAX_TEXT_CELL_WORDS = 4.0
@@ -235,7 +239,11 @@ def _prose(segment: Segment) -> bool:
     words = segment.text.split()
     if len(words) < _PROSE_WORDS and len(segment.text) < _PROSE_CHARS:
         return False
-    return len(words) >= 3 and sum(w[:1].isalpha() for w in words) >= len(words) - 1
+    alpha = sum(w.lstrip(_OPENING)[:1].isalpha() for w in words)
+    # a sentence may quote figures ("a median of 126.1 per 100,000"): most of its words are still words
+    return len(words) >= 3 and (
+        alpha >= len(words) - 1 or (len(words) >= _PROSE_WORDS and alpha >= _PROSE_WORD_SHARE * len(words))
+    )
 
 
 def _tabular(band: Band) -> bool:
@@ -265,12 +273,15 @@ def _text_columns(segments: Sequence[Segment]) -> list[BBox]:
     """The boxes of the page's columns of running text.
 
     Five or more lines of prose starting at one x, one under the other; a gap of over three lines starts a new box.
+    Long row labels are not running text: a run whose every line has a number on its right at its height (the
+    label's values, or the row it is wrapped around) is a table's label column.
     """
     by_x: dict[int, list[Segment]] = {}
     for s in segments:
         if _prose(s):
             by_x.setdefault(round(s.x0 / _COLUMN_X_STEP), []).append(s)
     boxes: list[BBox] = []
+    numbers: list[Segment] | None = None
     for members in by_x.values():
         members.sort(key=lambda s: s.top)
         runs: list[list[Segment]] = []
@@ -279,12 +290,22 @@ def _text_columns(segments: Sequence[Segment]) -> list[BBox]:
                 runs[-1].append(s)
             else:
                 runs.append([s])
-        boxes += [
-            BBox(min(x.x0 for x in run) - 1, run[0].top - 1, max(x.x1 for x in run) + 1, run[-1].bottom + 1)
-            for run in runs
-            if len(run) >= _MIN_COLUMN_LINES
-        ]
+        for run in runs:
+            if len(run) < _MIN_COLUMN_LINES:
+                continue
+            if numbers is None:
+                numbers = [s for s in segments if is_numeric(s.text)]
+            if all(_beside_number(line, numbers) for line in run):
+                continue
+            boxes.append(
+                BBox(min(x.x0 for x in run) - 1, run[0].top - 1, max(x.x1 for x in run) + 1, run[-1].bottom + 1)
+            )
     return boxes
+
+
+def _beside_number(line: Segment, numbers: Sequence[Segment]) -> bool:
+    """Whether a number stands right of ``line`` and overlaps its height."""
+    return any(n.x0 >= line.x1 and n.top < line.bottom and n.bottom > line.top for n in numbers)
 
 
 def _within(segment: Segment, box: BBox) -> bool:
@@ -298,7 +319,7 @@ def _regions(bands: Sequence[Band]) -> list[list[Band]]:
 
     def close() -> None:
         if sum(1 for b in current if len(b.segments) > 1) >= _MIN_DATA_BANDS:
-            regions.append(list(current))
+            regions.append([*current, *_wrapped_tail(current[-1], pending)])
         current.clear()
         pending.clear()
 
@@ -317,6 +338,21 @@ def _regions(bands: Sequence[Band]) -> list[list[Band]]:
             close()
     close()
     return regions
+
+
+def _wrapped_tail(last: Band, pending: Sequence[Band]) -> list[Band]:
+    """The lines under a region's last row that finish its wrapped label.
+
+    Each stands right under the one before (less than a line apart) and starts in lower case (a note under a table
+    starts with a capital or a mark).
+    """
+    out: list[Band] = []
+    for band in pending:
+        if band.top - last.bottom >= band.height or not _continues_text(band.segments[0].text):
+            break
+        out.append(band)
+        last = band
+    return out
 
 
 def _join_sections(bands: Sequence[Band], regions: list[list[Band]]) -> list[list[Band]]:
@@ -369,15 +405,40 @@ def _inside(segment: Segment, bands: Sequence[Band]) -> bool:
 
 
 def _gutters(bands: Sequence[Band], x0: float, x1: float) -> list[tuple[float, float]]:
-    """The column ranges: x stretches that fewer than a tenth of ``bands``' segments cover separate them."""
+    """The column ranges: x stretches that fewer than a tenth of ``bands``' segments cover separate them.
+
+    A label alone on its band (a spanning header or section title, the rest of a wrapped label) may straddle
+    gutters: the columns come from the bands of two cells or more, and a lone label adds a column only where it
+    stands clear of theirs (a row-spanning label in a column of its own).
+    """
     step = 0.5
     width = int((x1 - x0) / step) + 2
-    counts = [0] * width
-    for band in bands:
-        for s in band.segments:
-            for i in range(int((s.x0 - x0) / step), int((s.x1 - x0) / step) + 1):
-                counts[i] += 1
     limit = len(bands) // 10
+    counts = [0] * width
+    lone: list[Segment] = []
+    for band in bands:
+        if len(band.segments) == 1:
+            lone.append(band.segments[0])
+            continue
+        for s in band.segments:
+            _cover(counts, s, x0, step)
+    if not any(counts):
+        for s in lone:
+            _cover(counts, s, x0, step)
+        return _ranges(counts, limit, x0, x1, step)
+    columns = _ranges(counts, limit, x0, x1, step)
+    for s in lone:
+        if not any(min(b, s.x1) > max(a, s.x0) for a, b in columns):
+            _cover(counts, s, x0, step)
+    return _ranges(counts, limit, x0, x1, step)
+
+
+def _cover(counts: list[int], segment: Segment, x0: float, step: float) -> None:
+    for i in range(int((segment.x0 - x0) / step), int((segment.x1 - x0) / step) + 1):
+        counts[i] += 1
+
+
+def _ranges(counts: Sequence[int], limit: int, x0: float, x1: float, step: float) -> list[tuple[float, float]]:
     columns: list[tuple[float, float]] = []
     start: int | None = None
     for i, count in enumerate(counts):
@@ -389,6 +450,16 @@ def _gutters(bands: Sequence[Band], x0: float, x1: float) -> list[tuple[float, f
     if start is not None:
         columns.append((x0 + start * step, x1))
     return columns
+
+
+def _spanned_column(segment: Segment, columns: Sequence[tuple[float, float]]) -> int:
+    """The column of a label alone on its band: the first it reaches when it covers a whole column (it spans them).
+
+    A spanning cell stands at its first column; a label that covers no whole column goes where it overlaps most.
+    """
+    if any(segment.x0 <= a and b <= segment.x1 for a, b in columns):
+        return next(i for i, (a, b) in enumerate(columns) if min(b, segment.x1) > max(a, segment.x0))
+    return _column_of(segment, columns)
 
 
 def _column_of(segment: Segment, columns: Sequence[tuple[float, float]]) -> int:
@@ -431,7 +502,7 @@ def _table(region: Sequence[Band]) -> GeoTable | None:
     for band in region:
         cells = [""] * len(columns)
         for s in band.segments:
-            i = _column_of(s, columns)
+            i = _spanned_column(s, columns) if len(band.segments) == 1 else _column_of(s, columns)
             cells[i] = f"{cells[i]} {s.text}".strip()
         rows.append(
             _Row(
@@ -589,12 +660,12 @@ def _logical_rows(rows: list[_Row], labels: list[int], numeric: list[int], width
         ):
             for c in filled:
                 spanning[c].append(row)
-        elif (
+        elif not _continues_text(row.cells[labels[0]]) and (
             row.cells[labels[0]].rstrip().endswith(":")
             or (row.bold and not (after and after.bold))
             or _set_off(row, before, after)
         ):
-            out.append(row)  # a section row
+            out.append(row)  # a section row (its title starts with a capital, or a number)
         else:
             _join_label(row, before, after, out)
     for c, found in spanning.items():
