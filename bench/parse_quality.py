@@ -413,6 +413,7 @@ def render(section: dict[str, Any]) -> list[str]:
         "",
         *markdown(section).split("\n"),
         f"Command: `{section['command']}`.",
+        *([f"Note: {section['note']}"] if section.get("note") else []),
     ]
 
 
