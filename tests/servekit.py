@@ -113,6 +113,11 @@ def _start(root: Path, onnx_cache: Path) -> Served:
             raise RuntimeError(f"ragindex serve did not answer within {START_S} s:\n{served.output()}")
         time.sleep(0.2)
     _ingest_corpus(served)
+    while httpx.get(f"{served.url}/readyz", timeout=10.0).status_code != 200:  # the search processes' models too
+        if time.monotonic() > deadline + START_S:
+            _stop(served)
+            raise RuntimeError(f"ragindex serve was not ready within {2 * START_S} s:\n{served.output()}")
+        time.sleep(0.2)
     return served
 
 

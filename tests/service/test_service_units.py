@@ -134,3 +134,16 @@ def test_serial_index_runs_every_method_on_the_index_thread() -> None:
     thread.shutdown()
     assert [name for name, _ in seen] == ["count", "fused_search", "count"]
     assert len({ident for _, ident in seen}) == 1 and threading.get_ident() not in {ident for _, ident in seen}
+
+
+@pytest.mark.parametrize(("cores", "expected"), [(1, 0), (2, 2), (16, 2)])
+def test_search_processes_default_to_one_per_core_at_most_two_none_on_one_core(
+    monkeypatch: pytest.MonkeyPatch, cores: int, expected: int
+) -> None:
+    from ragindex.service.settings import ServiceSettings
+
+    monkeypatch.delenv("RAGINDEX_SEARCH_PROCESSES", raising=False)
+    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: set(range(cores)))
+    assert ServiceSettings(_env_file=None).search_process_count == expected
+    assert ServiceSettings(_env_file=None, search_processes=0).search_process_count == 0
+    assert ServiceSettings(_env_file=None, search_processes=3).search_process_count == 3

@@ -132,11 +132,11 @@ def _start(settings: Settings, service: ServiceSettings, given: ServiceEngine | 
             rerank_supported="rerank" in inspect.signature(Engine.search).parameters,
             sources=SourcePaths(blob_root, service.source_roots, data_dir=settings.data_dir),
         )
-        if service.search_processes:
+        if service.search_process_count:
             pool = SearchPool(
                 engine.settings,
                 engine.index,
-                processes=service.search_processes,
+                processes=service.search_process_count,
                 batch_max=service.search_batch_max,
                 paths=(blob_root, list(service.source_roots), settings.data_dir),
             )

@@ -1,10 +1,11 @@
 """Searches in worker processes, so that reads use every core while one process owns the embedded index (issue 27).
 
-One process holds the GIL for all of its Python, and Qdrant Edge lets one process own the shards. With
-``RAGINDEX_SEARCH_PROCESSES=N`` the service starts N search processes (``spawn``) that do a search's Python: the
-query encode (one ONNX pass per batch of concurrent queries), the truth-store reads and ghost filtering, fusion, hit
-building and the answer's JSON. Only the index query stays in the service (the owner): a search process sends it
-over a Unix socket (:class:`IndexServer`), where it runs on the owner's index thread like any other index call.
+One process holds the GIL for all of its Python, and Qdrant Edge lets one process own the shards. The service
+starts ``RAGINDEX_SEARCH_PROCESSES`` search processes (``spawn``; by default one per core, at most 2) that do a
+search's Python: the query encode (one ONNX pass per batch of concurrent queries), the truth-store reads and ghost
+filtering, fusion, hit building and the answer's JSON. Only the index query stays in the service (the owner): a
+search process sends it over a Unix socket (:class:`IndexServer`), where it runs on the owner's index thread like
+any other index call.
 
 What a search reads is as fresh as in the owner: the truth store is shared (SQLite in WAL mode, or the server
 database), so a record upserted and acknowledged is read by the next search of any process, and a chunk REMOVED in
@@ -153,8 +154,16 @@ def _start_worker(settings: Settings, address: str, authkey: bytes, paths: tuple
 
 
 def _warm() -> bool:
+    """Load this process's query model.
+
+    An encoder that fails here is the service's own dense check to report (a remote encoder may come up later):
+    the process is started, and each search meets its own error.
+    """
     assert _worker is not None
-    _worker.engine.dense.encode_queries(["warm up"])
+    try:
+        _worker.engine.dense.encode_queries(["warm up"])
+    except Exception as exc:
+        log.warning("a search process could not warm its query encoder up: %s", exc)
     return True
 
 
@@ -238,6 +247,11 @@ class SearchPool:
         self._feeders: list[asyncio.Task[None]] = []
         self.batches = 0
         self.searches = 0
+
+    @property
+    def processes(self) -> int:
+        """How many search processes this pool runs."""
+        return self._processes
 
     def warm_up(self) -> None:
         """Start every process and load its model (blocking; the service calls it at start-up on a thread)."""

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+AUTO_SEARCH_PROCESSES_MAX = 2
+"""Most search processes started by default: on 2 cores, 3 or 4 served no more searches than 2 (docs/service.md)."""
 
 
 class ServiceSettings(BaseSettings):
@@ -14,6 +18,14 @@ class ServiceSettings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="RAGINDEX_", env_file=".env", env_file_encoding="utf-8", extra="ignore", validate_default=True
     )
+
+    @property
+    def search_process_count(self) -> int:
+        """How many search processes the service starts: ``search_processes``, or its default for this machine."""
+        if self.search_processes is not None:
+            return self.search_processes
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        return 0 if cores < 2 else min(cores, AUTO_SEARCH_PROCESSES_MAX)
 
     blob_dir: Path | None = Field(
         None, description="Where uploads are kept: `<blob_dir>/<user_id>/<set_id>/`; default `<data_dir>/blobs`."
@@ -54,12 +66,13 @@ class ServiceSettings(BaseSettings):
     )
     query_torch_threads: int = Field(1, ge=1, description="torch threads of the query encoder thread.")
     query_batch_max: int = Field(64, ge=1, description="Most concurrent queries encoded in one forward pass.")
-    search_processes: int = Field(
-        0,
+    search_processes: int | None = Field(
+        None,
         ge=0,
         le=64,
         description="Search processes: each runs searches' Python (encode, truth-store reads, hits, JSON) on its own "
-        "core while the service keeps the index; 0: searches run in the service process.",
+        "core while the service keeps the index (about 275 MiB each: its own query model). Unset: one per CPU core "
+        "the service may use, at most 2 (none on one core); 0: searches run in the service process.",
     )
     search_batch_max: int = Field(
         16, ge=1, le=256, description="Most waiting searches a search process takes at once (one encode pass)."
