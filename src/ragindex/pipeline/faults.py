@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 
 from ragindex.errors import RagindexError
 
@@ -64,6 +65,14 @@ def _from_env() -> dict[str, str]:
     return out
 
 
+STOP_GUARD = threading.Lock()
+"""Held by ``stop`` from just before its SIGSTOP until the process resumes, and by the lease's renewal (a short
+transaction on the owner's row), so a stop never freezes that transaction with the row locked. A repair run while
+the process is stopped would wait on that lock for as long as the process stays stopped; the failpoint is there to
+prove that a paused process's lapsed lease is taken over, not that a frozen database session is (the server's
+``idle_in_transaction_session_timeout`` is the remedy for that)."""
+
+
 def arm(name: str, action: str = "raise") -> None:
     """Arm failpoint ``name`` in this process with an action: raise, crash, kill, stop, sigint or sigterm."""
     if name not in POINTS:
@@ -88,7 +97,8 @@ def hit(name: str) -> None:
     if action == "crash":
         raise InjectedCrash(f"injected crash at {name}")
     if action == "stop":
-        os.kill(os.getpid(), signal.SIGSTOP)
+        with STOP_GUARD:
+            os.kill(os.getpid(), signal.SIGSTOP)
         return
     if action in _SIGNALS:  # the process's own handler decides (the CLI stops at its next safe point)
         os.kill(os.getpid(), _SIGNALS[action])

@@ -37,6 +37,7 @@ from typing import Any
 from ragindex.clock import utcnow
 from ragindex.errors import RagindexError
 from ragindex.index.ownership import IndexOwnership, command_line
+from ragindex.pipeline import faults
 from ragindex.store.protocol import OwnerStore, TruthStore
 from ragindex.store.records import Claim, NewOwner, OwnerRow, RunRow
 from ragindex.store.states import RunStatus
@@ -178,7 +179,9 @@ class Lease:
         with self._mutex:
             if self.store.owner_id is None:
                 return False
-            if self.store.renew_lease(self.lease_seconds):
+            with faults.STOP_GUARD:  # a failpoint's SIGSTOP never lands inside the renewal's transaction
+                renewed = self.store.renew_lease(self.lease_seconds)
+            if renewed:
                 return True
             log.warning(
                 "claim owner %s was taken over (its lease lapsed): its claims went to other workers; "
