@@ -74,6 +74,16 @@ class Served:
         return self.log.read_text(encoding="utf-8", errors="replace")
 
 
+def ready_checks() -> dict[str, str]:
+    """The checks a ready ``ragindex serve`` with the default settings reports on this machine (``/readyz``)."""
+    from ragindex.service.settings import ServiceSettings
+
+    checks = {"store": "ok", "index": "ok", "dense": "ok"}
+    if ServiceSettings(_env_file=None).search_process_count:  # search processes: the default on 2+ cores
+        checks["search_processes"] = "ok"
+    return checks
+
+
 def _env(data_dir: Path, onnx_cache: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGINDEX_")}
     env.update(
