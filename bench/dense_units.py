@@ -22,6 +22,7 @@ from pathlib import Path
 from ragindex.chunking.sections import with_sections
 from ragindex.chunking.tokens import tokenizer_for_model
 from ragindex.config import Settings
+from ragindex.eval.beir import corpus_id
 from ragindex.factory import build_chunker
 from ragindex.loaders.records import RecordsLoader
 from ragindex.store.records import indexed_text
@@ -30,15 +31,21 @@ from ragindex.types import Unit
 
 def units(corpus: Path, settings: Settings) -> list[str]:
     """The indexed text of every dense unit (chunk) of ``corpus`` as the ingest would cut it."""
+    return [text for _, text in units_with_ids(corpus, settings)]
+
+
+def units_with_ids(corpus: Path, settings: Settings) -> list[tuple[str, str]]:
+    """``(corpus id, indexed text)`` of every dense unit (chunk) of ``corpus`` as the ingest would cut it."""
     chunker = build_chunker(settings)
-    out: list[str] = []
+    out: list[tuple[str, str]] = []
     for doc in RecordsLoader().load(corpus, corpus.read_bytes()):
         if doc.error is not None:
             continue
         drafts = with_sections(
             doc, chunker.chunk(doc), max_chars=settings.section_max_chars, contextual=settings.contextual_chunks
         )
-        out += [indexed_text(d.text, d.context) for d in drafts if d.unit == Unit.CHUNK]
+        did = corpus_id(doc.source_uri)
+        out += [(did, indexed_text(d.text, d.context)) for d in drafts if d.unit == Unit.CHUNK]
     return out
 
 
