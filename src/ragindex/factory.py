@@ -182,6 +182,7 @@ def build_light_dense_encoder(settings: Settings, heavy: SentenceTransformerDens
         cache_dir=settings.dense.onnx_cache_dir,
         batch_size=settings.dense.embed_batch_size,
         threads=settings.runtime.torch_threads,
+        query_precision=settings.dense.query_precision,
     )
     return CheckedDenseEncoder(light) if light is not None else None
 

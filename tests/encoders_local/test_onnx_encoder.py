@@ -185,3 +185,54 @@ def test_light_encoder_off_keeps_torch_for_everything() -> None:
     off = factory.build_dense_encoder(Settings(light_encoder="off"))
     assert isinstance(off, RoutedDenseEncoder) and off.light() is None
     assert isinstance(off.heavy, CheckedDenseEncoder) and isinstance(off.heavy.inner, SentenceTransformerDenseEncoder)
+
+
+def _light(settings: Settings) -> OnnxDenseEncoder:
+    router = factory.build_dense_encoder(settings)
+    assert isinstance(router, RoutedDenseEncoder)
+    encoder = router.light()
+    assert isinstance(encoder, CheckedDenseEncoder) and isinstance(encoder.inner, OnnxDenseEncoder)
+    return encoder.inner
+
+
+def test_int8_queries_stay_close_to_float32_and_documents_stay_float32(
+    onnx: OnnxDenseEncoder, onnx_cache_dir: Path
+) -> None:
+    int8 = _light(Settings(onnx_cache_dir=onnx_cache_dir, query_precision="int8"))
+    assert int8.query_file == onnx.model_file.with_name("model.int8.onnx") and int8.model_file == onnx.model_file
+    assert int8.query_file.stat().st_size < onnx.model_file.stat().st_size / 3
+    texts = real_texts()
+    cosines = np.sum(int8.encode_queries(texts) * onnx.encode_queries(texts), axis=1)
+    # measured: mean 0.990, lowest 0.962 (a short text); a broken graph gives ~0 or 1
+    assert cosines.min() >= 0.95 and cosines.mean() >= 0.985, texts[int(cosines.argmin())]
+    assert cosines.max() < 0.99999  # another graph really encoded them
+    # documents: the float32 graph, the same vectors (and cache key) as the float32 setting's
+    assert np.array_equal(int8.encode_documents(texts[:8]), onnx.encode_documents(texts[:8]))
+    assert int8.cache_key == onnx.cache_key
+    # the same query ranks the same passages first
+    passages = [t for t in texts if len(t) > 200][:12]
+    query = ["how does a honeybee colony choose a new queen"]
+    docs = onnx.encode_documents(passages)
+    assert np.argmax(docs @ int8.encode_queries(query)[0]) == np.argmax(docs @ onnx.encode_queries(query)[0])
+    # a second build reads the same file and writes nothing
+    mtime = int8.query_file.stat().st_mtime_ns
+    again = _light(Settings(onnx_cache_dir=onnx_cache_dir, query_precision="int8"))
+    assert again.query_file == int8.query_file and int8.query_file.stat().st_mtime_ns == mtime
+    assert not [p.name for p in int8.query_file.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_failed_int8_write_keeps_float32_queries_with_one_warning(
+    tmp_path: Path, onnx: OnnxDenseEncoder, caplog: pytest.LogCaptureFixture
+) -> None:
+    cache = tmp_path / "onnx"
+    folder = cache / onnx.model_file.parent.name
+    folder.mkdir(parents=True)
+    (folder / "model.onnx").symlink_to(onnx.model_file)  # exported already
+    (folder / "model.int8.onnx").mkdir()  # the rename into place fails, even as root
+    with caplog.at_level(logging.WARNING):
+        light = _light(Settings(onnx_cache_dir=cache, query_precision="int8"))
+    assert light.query_file == folder / "model.onnx"
+    assert np.array_equal(light.encode_queries(["slow start"]), onnx.encode_queries(["slow start"]))
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "queries are encoded in float32" in warnings[0], warnings
+    assert sorted(p.name for p in folder.iterdir()) == ["model.int8.onnx", "model.onnx"]  # no temporary file left

@@ -17,6 +17,8 @@ app.add_typer(models_app, name="models")
 def prepare(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
     """Export the local dense model to ONNX into the ONNX cache (once per model; later runs only check it).
 
+    With ``RAGINDEX_QUERY_PRECISION=int8`` it also writes the int8 copy that encodes queries.
+
     Searches and small ingests then encode with ONNX Runtime and never import torch. Without this step the
     first search exports it. Exit code 3 when the export fails (the searches then use torch).
     """
@@ -40,12 +42,19 @@ def prepare(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")]
         )
         light = factory.build_light_dense_encoder(settings, heavy)
         path = getattr(light, "model_file", None)
-        payload = {"model": dense.dense_model, "onnx": str(path) if path else None}
+        query = getattr(light, "query_file", None)
+        payload = {
+            "model": dense.dense_model,
+            "onnx": str(path) if path else None,
+            "onnx_queries": str(query) if query else None,
+        }
         if as_json:
             emit_json(payload)
         elif path is None:
             say(f"{dense.dense_model}: no ONNX equivalent (its pooling is not mean pooling); torch encodes queries")
         else:
             say(f"{dense.dense_model}: ONNX encoder ready at {path}")
+            if query is not None and query != path:
+                say(f"queries ({dense.query_precision}): {query}")
 
     guarded(body)

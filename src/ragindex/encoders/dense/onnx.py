@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -32,7 +32,11 @@ class OnnxDenseEncoder(PrecisionCacheKey):
 
     Args:
         layout: The model directory's tokenizer and pooling facts (:func:`~.onnx_export.read_layout`).
-        model_file: The exported graph (:func:`~.onnx_export.export_onnx`).
+        model_file: The exported graph (:func:`~.onnx_export.export_onnx`): documents, and queries unless
+            ``query_model_file`` is set.
+        query_model_file: The graph that encodes queries, if another (the int8 copy,
+            :func:`~.onnx_export.quantize_onnx`); documents always use ``model_file``, so indexed vectors stay
+            float32.
         fingerprint: The torch encoder's fingerprint (prompts included): the vector space is the same.
         languages: Scripts the model covers (the torch encoder's).
         prompts: The torch encoder's query and document prompts, put in front of the texts here.
@@ -48,12 +52,18 @@ class OnnxDenseEncoder(PrecisionCacheKey):
     _: KW_ONLY
     fingerprint: str
     languages: frozenset[Script]
+    query_model_file: Path | None = None
     prompts: Prompts = NO_PROMPTS
     batch_size: int = 64
     threads: int | None = None
-    _session: Any = field(default=None, init=False, repr=False)
+    _sessions: dict[Path, Any] = field(default_factory=dict, init=False, repr=False)
     _tokenizer: Any = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    @property
+    def query_file(self) -> Path:
+        """The graph that encodes queries."""
+        return self.query_model_file or self.model_file
 
     @property
     def dimension(self) -> int:
@@ -61,23 +71,31 @@ class OnnxDenseEncoder(PrecisionCacheKey):
         return self.layout.dimension
 
     def load(self) -> None:
-        """Open the ONNX Runtime session and the tokenizer (idempotent).
+        """Open the tokenizer and the query graph's ONNX Runtime session (idempotent).
+
+        The document graph, when it is another file, is opened on the first :meth:`encode_documents`.
 
         Raises:
-            ConfigurationError: onnxruntime or tokenizers is missing, or the file cannot be loaded.
+            ConfigurationError: onnxruntime or tokenizers is missing, or a file cannot be loaded.
         """
+        self._session_for(self.query_file)
+
+    def _session_for(self, model_file: Path) -> Any:
         with self._lock:
-            if self._session is not None:
-                return
+            session = self._sessions.get(model_file)
+            if session is not None:
+                return session
             try:
                 import onnxruntime
                 from tokenizers import Tokenizer
             except ImportError as exc:
                 raise ConfigurationError(f"the light dense encoder needs onnxruntime and tokenizers: {exc}") from exc
             try:
-                tokenizer = Tokenizer.from_file(str(self.layout.model_dir / "tokenizer.json"))
-                tokenizer.enable_truncation(self.layout.max_length)
-                tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]") or 0)
+                if self._tokenizer is None:
+                    tokenizer = Tokenizer.from_file(str(self.layout.model_dir / "tokenizer.json"))
+                    tokenizer.enable_truncation(self.layout.max_length)
+                    tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]") or 0)
+                    self._tokenizer = tokenizer
                 options = onnxruntime.SessionOptions()
                 options.log_severity_level = 3
                 # no busy-waiting workers: on 2 shared cores (load ~4) a query took a steady ~10 ms without
@@ -85,19 +103,18 @@ class OnnxDenseEncoder(PrecisionCacheKey):
                 options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 if self.threads:
                     options.intra_op_num_threads = self.threads
-                session = onnxruntime.InferenceSession(
-                    str(self.model_file), options, providers=["CPUExecutionProvider"]
-                )
+                session = onnxruntime.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
             except Exception as exc:
                 raise ConfigurationError(
-                    f"cannot load the ONNX encoder {self.model_file}: {exc}", path=str(self.model_file)
+                    f"cannot load the ONNX encoder {model_file}: {exc}", path=str(model_file)
                 ) from exc
-            self._tokenizer, self._session = tokenizer, session
+            self._sessions[model_file] = session
+            return session
 
-    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+    def _encode(self, texts: Sequence[str], model_file: Path) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        self.load()
+        session = self._session_for(model_file)
         if self.layout.lower_case:
             texts = [t.lower() for t in texts]
         # sort by length so that each call pads least, then put the vectors back in order
@@ -112,20 +129,20 @@ class OnnxDenseEncoder(PrecisionCacheKey):
                     "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
                     "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
                 }
-                out[part] = self._session.run(None, feed)[0]
+                out[part] = session.run(None, feed)[0]
         except Exception as exc:
-            raise EncodingError(f"ONNX dense encoding with {self.model_file} failed: {exc}") from exc
+            raise EncodingError(f"ONNX dense encoding with {model_file} failed: {exc}") from exc
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
         return out
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Chunk vectors (the document prompt in front of each text)."""
-        return self._encode(self.prompts.documents(texts))
+        """Chunk vectors (the document prompt in front of each text), always from the float32 graph."""
+        return self._encode(self.prompts.documents(texts), self.model_file)
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """Query vectors (the query prompt in front of each text)."""
-        return self._encode(self.prompts.queries(texts))
+        """Query vectors (the query prompt in front of each text), from the query graph."""
+        return self._encode(self.prompts.queries(texts), self.query_file)
 
 
 def prepare_onnx_encoder(
@@ -138,11 +155,15 @@ def prepare_onnx_encoder(
     cache_dir: Path | None = None,
     batch_size: int = 64,
     threads: int | None = None,
+    query_precision: Literal["float32", "int8"] = "float32",
 ) -> OnnxDenseEncoder | None:
     """The light encoder of a local model, exported first if its cache has no copy; None if unsupported.
 
     ``fingerprint`` (prompts included) is the encoder's; the export is the model's alone, kept under
     ``model_fingerprint`` (default ``fingerprint``), so changing the prompts does not export the model again.
+    ``query_precision="int8"`` encodes queries with an int8 copy of the export, written beside it on first use
+    (:func:`~.onnx_export.quantize_onnx`; if that write fails, one warning and float32 queries); documents stay
+    float32.
 
     Unsupported (None, logged at info): no local directory, or a pipeline the export does not reproduce
     (see :func:`~.onnx_export.read_layout`).
@@ -150,7 +171,13 @@ def prepare_onnx_encoder(
     Raises:
         ConfigurationError: The export or the load failed (read-only or full cache dir, onnx missing, ...).
     """
-    from ragindex.encoders.dense.onnx_export import export_onnx, onnx_model_path, read_layout
+    from ragindex.encoders.dense.onnx_export import (
+        INT8_MODEL_FILE,
+        export_onnx,
+        onnx_model_path,
+        quantize_onnx,
+        read_layout,
+    )
 
     layout = read_layout(model_dir) if model_dir is not None else None
     if layout is None:
@@ -159,11 +186,21 @@ def prepare_onnx_encoder(
     target = onnx_model_path(model_fingerprint or fingerprint, layout.model_dir, cache_dir)
     if not target.is_file():
         export_onnx(layout, target)
+    query_target = None
+    if query_precision == "int8":
+        query_target = target.with_name(INT8_MODEL_FILE)
+        if not query_target.is_file():
+            try:
+                quantize_onnx(target, query_target)
+            except ConfigurationError as exc:  # e.g. a read-only cache prepared without it: float32 still serves
+                log.warning("queries are encoded in float32: %s", exc.message)
+                query_target = None
     encoder = OnnxDenseEncoder(
         layout,
         target,
         fingerprint=fingerprint,
         languages=frozenset(languages),
+        query_model_file=query_target,
         prompts=prompts,
         batch_size=batch_size,
         threads=threads,

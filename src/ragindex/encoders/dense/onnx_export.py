@@ -33,6 +33,8 @@ EXPORT_VERSION = 1
 
 OPSET = 17
 MODEL_FILE = "model.onnx"
+INT8_MODEL_FILE = "model.int8.onnx"
+"""The int8 copy for queries (:func:`quantize_onnx`), beside the float32 export in the model's folder."""
 _WEIGHT_FILES = ("config.json", "model.safetensors", "pytorch_model.bin", "tokenizer.json", "modules.json")
 
 
@@ -179,4 +181,41 @@ def export_onnx(layout: OnnxLayout, target: Path) -> Path:
             tmp.unlink(missing_ok=True)
         raise ConfigurationError(f"cannot export the ONNX encoder to {target}: {exc}", path=str(target)) from exc
     log.info("exported the ONNX encoder of %s to %s", layout.model_dir, target)
+    return target
+
+
+def quantize_onnx(source: Path, target: Path) -> Path:
+    """Write an int8 copy of the exported graph ``source`` to ``target`` (atomically), with ONNX Runtime's tools.
+
+    Dynamic quantization: each weight matrix becomes int8 with one scale per output channel, and activations are
+    quantized per call. On all-MiniLM-L6-v2 a query then costs ~2.4 ms of CPU instead of ~6.1 ms (AVX-512 VNNI,
+    one thread) and its vector keeps a cosine of ~0.993 to the float32 one (docs/service.md). Only queries use it:
+    the indexed vectors stay float32, so the index never depends on this setting.
+
+    Raises:
+        ConfigurationError: onnx is missing, or the quantization or the write failed (read-only or full cache dir).
+    """
+    tmp: Path | None = None
+    try:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=".quantize-", suffix=".onnx.tmp")
+        os.close(fd)
+        tmp = Path(tmp_name)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            quiet = logging.getLogger()  # the quantizer advises "pre-processing" through the root logger
+            level = quiet.level
+            quiet.setLevel(logging.ERROR)
+            try:
+                quantize_dynamic(source, tmp, per_channel=True, weight_type=QuantType.QInt8)
+            finally:
+                quiet.setLevel(level)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except Exception as exc:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+        raise ConfigurationError(f"cannot write the int8 query encoder to {target}: {exc}", path=str(target)) from exc
+    log.info("wrote the int8 query encoder %s", target)
     return target
