@@ -19,6 +19,7 @@ import logging
 import os
 import tempfile
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,12 +148,7 @@ def export_onnx(layout: OnnxLayout, target: Path) -> Path:
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
             return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
 
-    tmp: Path | None = None
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=".export-", suffix=".onnx.tmp")
-        os.close(fd)
-        tmp = Path(tmp_name)
+    def write(tmp: Path) -> None:
         transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # transformers ships it untyped
         model = AutoModel.from_pretrained(str(layout.model_dir), local_files_only=True, attn_implementation="eager")
         model.eval()
@@ -174,14 +170,31 @@ def export_onnx(layout: OnnxLayout, target: Path) -> Path:
                 opset_version=OPSET,
                 dynamo=False,
             )
+
+    _write_atomically(target, write, "export the ONNX encoder")
+    log.info("exported the ONNX encoder of %s to %s", layout.model_dir, target)
+    return target
+
+
+def _write_atomically(target: Path, write: Callable[[Path], None], what: str) -> None:
+    """Run ``write`` on a temporary file beside ``target``, then rename it into place (readers see all or none).
+
+    Raises:
+        ConfigurationError: ``write`` or the rename failed ("cannot {what} to {target}: ..."); nothing is left.
+    """
+    tmp: Path | None = None
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=".write-", suffix=".onnx.tmp")
+        os.close(fd)
+        tmp = Path(tmp_name)
+        write(tmp)
         os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide a shared cache dir's copy from other users
         os.replace(tmp, target)
     except Exception as exc:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
-        raise ConfigurationError(f"cannot export the ONNX encoder to {target}: {exc}", path=str(target)) from exc
-    log.info("exported the ONNX encoder of %s to %s", layout.model_dir, target)
-    return target
+        raise ConfigurationError(f"cannot {what} to {target}: {exc}", path=str(target)) from exc
 
 
 def quantize_onnx(source: Path, target: Path) -> Path:
@@ -189,33 +202,35 @@ def quantize_onnx(source: Path, target: Path) -> Path:
 
     Dynamic quantization: each weight matrix becomes int8 with one scale per output channel, and activations are
     quantized per call. On all-MiniLM-L6-v2 a query then costs ~2.4 ms of CPU instead of ~6.1 ms (AVX-512 VNNI,
-    one thread) and its vector keeps a cosine of ~0.993 to the float32 one (docs/service.md). Only queries use it:
-    the indexed vectors stay float32, so the index never depends on this setting.
+    one thread) and its vector keeps a cosine of ~0.99 to the float32 one (docs/explanation/light-encoder.md).
+    Only queries use it: the indexed vectors stay float32, so the index never depends on this setting.
 
     Raises:
         ConfigurationError: onnx is missing, or the quantization or the write failed (read-only or full cache dir).
     """
-    tmp: Path | None = None
-    try:
+
+    def write(tmp: Path) -> None:
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
-        fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=".quantize-", suffix=".onnx.tmp")
-        os.close(fd)
-        tmp = Path(tmp_name)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            quiet = logging.getLogger()  # the quantizer advises "pre-processing" through the root logger
-            level = quiet.level
-            quiet.setLevel(logging.ERROR)
-            try:
+        root = logging.getLogger()  # the quantizer advises "pre-processing" through the root logger: drop only that
+        advice = _DropMessage("Please consider to run pre-processing")
+        root.addFilter(advice)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
                 quantize_dynamic(source, tmp, per_channel=True, weight_type=QuantType.QInt8)
-            finally:
-                quiet.setLevel(level)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except Exception as exc:
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
-        raise ConfigurationError(f"cannot write the int8 query encoder to {target}: {exc}", path=str(target)) from exc
+        finally:
+            root.removeFilter(advice)
+
+    _write_atomically(target, write, "write the int8 query encoder")
     log.info("wrote the int8 query encoder %s", target)
     return target
+
+
+class _DropMessage(logging.Filter):
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(self.prefix)
