@@ -12,7 +12,6 @@ for about twice the minor page faults and no wall-time cost beyond the noise (do
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import logging
 import os
 import sys
@@ -29,8 +28,8 @@ _capped = False
 def cap_heap_growth() -> bool:
     """Serve allocations of 1 MiB and more from ``mmap`` for the rest of the process; True if it is (now) so.
 
-    Idempotent and cheap. Does nothing (False) off Linux, on a C library without ``mallopt`` (musl), or where the
-    user set ``MALLOC_MMAP_THRESHOLD_``.
+    Idempotent and cheap. Does nothing (False) off Linux, where the C library refuses (musl's ``mallopt`` is a stub),
+    or where the user set ``MALLOC_MMAP_THRESHOLD_``.
     """
     global _capped
     if _capped:
@@ -38,8 +37,7 @@ def cap_heap_growth() -> bool:
     if not sys.platform.startswith("linux") or _ENV_OVERRIDE in os.environ:
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        mallopt = libc.mallopt
+        mallopt = ctypes.CDLL(None).mallopt  # the process's own C library (no ldconfig lookup)
     except (OSError, AttributeError):
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
