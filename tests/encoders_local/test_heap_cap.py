@@ -1,4 +1,4 @@
-"""The local torch encoder caps the heap before its first forward pass (ragindex.encoders.heap), for real."""
+"""Every local torch model is built after the heap cap (in `load_once`), shown on the dense encoder, for real."""
 
 from __future__ import annotations
 

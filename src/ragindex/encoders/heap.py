@@ -1,4 +1,4 @@
-"""Keep a long torch encode from growing the heap with every batch shape (glibc's malloc only).
+"""Keep torch forward passes (encoders, reranker) from growing the heap with every batch shape (glibc only).
 
 glibc serves a block from ``mmap`` only above its mmap threshold, and it raises that threshold (up to 32 MiB) each
 time such a block is freed. After the first batches, a torch forward pass gets its activation tensors (a few MiB

@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from ragindex.encoders._hf import load_once, local_model_dir, quiet_hub
-from ragindex.encoders.heap import cap_heap_growth
 from ragindex.encoders.precision import BF16_WEIGHTS, PrecisionCacheKey, resolve_precision
 from ragindex.encoders.prompts import Prompts, resolve_prompts
 from ragindex.errors import ConfigurationError, EncodingError
@@ -143,7 +142,6 @@ class SentenceTransformerDenseEncoder(PrecisionCacheKey):
             ) from exc
         if self.threads:
             torch.set_num_threads(self.threads)
-        cap_heap_growth()  # before the first forward pass: its freed activations would raise glibc's threshold
         try:
             model = SentenceTransformer(self.source, device=self.device, local_files_only=self.offline)
         except Exception as exc:
