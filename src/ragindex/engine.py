@@ -58,14 +58,27 @@ class Engine(ChunkEditing, Maintenance, Closing):
         settings: Validated settings (default: read from the environment and ``.env``).
         index_wrapper: Applied once to the index when it is built; the engine then uses what it returns
             (the service passes one that runs every index call on its single index thread).
+        warm_queries: Build the dense query runtime (the light encoder's ONNX Runtime session) on a daemon thread
+            from the start, while the store and the index open: a one-shot search (``ragindex search``) then
+            finds it ready instead of building it after them. No-op when dense is not a recall source.
 
     Use as a context manager, or call :meth:`close`: the embedded index is owned by one process.
     """
 
     def __init__(
-        self, settings: Settings | None = None, *, index_wrapper: Callable[[VectorIndex], VectorIndex] | None = None
+        self,
+        settings: Settings | None = None,
+        *,
+        index_wrapper: Callable[[VectorIndex], VectorIndex] | None = None,
+        warm_queries: bool = False,
     ) -> None:
         self.settings = settings or Settings()
+        self._dense: DenseEncoder | None = None
+        self._parts_lock = threading.Lock()  # threads sharing one Engine (the service) build each part once
+        self.query_warm_up: threading.Thread | None = None  # building the query runtime (``warm_queries``)
+        if warm_queries and self._dense_recalled():
+            self.query_warm_up = threading.Thread(target=self._warm_queries, name="ragindex-query-warm-up", daemon=True)
+            self.query_warm_up.start()
         self.store = factory.build_store(self.settings)
         self.sparse = factory.build_sparse_encoders(self.settings)
         self.collections = CollectionCatalog(
@@ -79,10 +92,8 @@ class Engine(ChunkEditing, Maintenance, Closing):
         self._stop = StopSignal()  # engine-wide, or per call (ragindex.pipeline.stopping.operation_stop)
         self._index: VectorIndex | None = None
         self._index_wrapper = index_wrapper
-        self._dense: DenseEncoder | None = None
         self._chunker: Chunker | None = None
         self._reranker: Reranker | None = None
-        self._parts_lock = threading.Lock()  # threads sharing one Engine (the service) build each part once
         self._parser: IsolatedParser | None = None  # its child process is reused by the next ingest
         self._parser_lock = threading.Lock()
         self._fields: dict[tuple[int, int], dict[str, FieldType]] = {}  # the sets' metadata field types (search)
@@ -154,6 +165,28 @@ class Engine(ChunkEditing, Maintenance, Closing):
                     part = build()
                     setattr(self, attr, part)
         return part
+
+    def _dense_recalled(self) -> bool:
+        """Whether searches may use the dense source (``RAGINDEX_RECALL_ENABLED_SOURCES`` unset or naming it)."""
+        from ragindex.config.sources import parse_sources
+
+        enabled = self.settings.recall_enabled_sources
+        try:
+            return enabled is None or VectorKind.DENSE in parse_sources(enabled)
+        except ValueError:  # the search itself reports the bad setting
+            return False
+
+    def _warm_queries(self) -> None:
+        """Build the query encoder's runtime (:attr:`dense`'s ``prepare_queries``); a failure only logs.
+
+        The search then waits for a build under way (the encoder's own lock) and raises a failure with its context.
+        """
+        try:
+            prepare = getattr(self.dense, "prepare_queries", None)
+            if callable(prepare):
+                prepare()
+        except Exception as exc:
+            log.debug("warming the query encoder failed: %s", exc)
 
     def _build_index(self) -> VectorIndex:
         self.owner.lock()  # an embedded index has one owner process: fail here, naming it, before opening

@@ -167,3 +167,57 @@ def test_a_threaded_engine_searches_without_importing_torch(tmp_path: Path, onnx
         onnx_cache_dir,
     )
     assert out == {"hits": 1, "torch": False}
+
+
+@pytest.mark.parametrize(
+    ("warm", "enabled", "expected"),
+    [
+        (True, None, {"thread": True, "onnx": True, "torch": False, "hits": 1}),
+        (False, None, {"thread": False, "onnx": False, "torch": False, "hits": 1}),
+        (True, "bm25", {"thread": False, "onnx": False, "torch": False, "hits": 1}),
+    ],
+    ids=["warmed", "not-asked", "dense-not-recalled"],
+)
+def test_a_one_shot_search_builds_its_query_session_while_the_store_opens(
+    tmp_path: Path, onnx_cache_dir: Path, warm: bool, enabled: str | None, expected: dict[str, object]
+) -> None:
+    """``Engine(warm_queries=True)`` (``ragindex search``) starts the ONNX Runtime session before the store opens.
+
+    Checked before any search: the warm-up thread ran and imported ONNX Runtime; with dense not a recall source,
+    or not asked, nothing is loaded ahead. The search afterwards uses what was built (and torch stays out).
+    """
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "keepers.txt").write_text("Lighthouse keepers trimmed the wicks and wound the clockwork every night.")
+    data = tmp_path / "data"
+    run_python(
+        f"""
+        from pathlib import Path
+        from ragindex import Engine
+        from ragindex.config.settings import Settings
+        with Engine(Settings(data_dir=Path({str(data)!r}))) as engine:
+            engine.ingest([{str(corpus)!r}])
+        print("{{}}")
+        """,
+        onnx_cache_dir,
+    )
+    settings = f"data_dir=Path({str(data)!r})" + (f", recall_enabled_sources={enabled!r}" if enabled else "")
+    out = run_python(
+        f"""
+        import json, sys
+        from pathlib import Path
+        from ragindex import Engine
+        from ragindex.config.settings import Settings
+
+        with Engine(Settings({settings}), warm_queries={warm!r}) as engine:
+            warming = engine.query_warm_up
+            if warming is not None:
+                warming.join(timeout=120)
+            onnx = "onnxruntime" in sys.modules
+            hits = engine.search("who wound the clockwork", user_id=1, set_id=1, top_k=3).hits
+        print(json.dumps({{"thread": warming is not None, "onnx": onnx, "torch": "torch" in sys.modules,
+                           "hits": len(hits)}}))
+        """,
+        onnx_cache_dir,
+    )
+    assert out == expected

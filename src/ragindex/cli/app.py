@@ -193,15 +193,16 @@ def load_settings(**overrides: Any) -> Settings:
 
 
 @contextmanager
-def engine_for(*, read_only: bool = False, **overrides: Any) -> Iterator[Engine]:
+def engine_for(*, read_only: bool = False, warm_queries: bool = False, **overrides: Any) -> Iterator[Engine]:
     """An Engine for one command, always closed.
 
     ``read_only`` (a command that only reads, e.g. search): when the process ends right after the command, the
     embedded index is left open for the process's end (see ``Engine.close(process_exit=True)``).
+    ``warm_queries``: the command will encode a query (see :class:`~ragindex.engine.Engine`).
     """
     from ragindex.engine import Engine
 
-    engine = Engine(load_settings(**overrides))
+    engine = Engine(load_settings(**overrides), warm_queries=warm_queries)
     try:
         yield engine
     finally:

@@ -301,9 +301,11 @@ def search(
     --filter narrows the search to chunks whose metadata matches (docs/records-and-filters.md); a filter that is
     not valid JSON, names an unknown field or compares a field with a value of another type is exit code 2.
     """
+    # the query's vector is needed unless the search is BM25 or sparse alone: its model loads while the store opens
+    dense = mode in ("dense", "hybrid") and (sources is None or "dense" in sources.lower())
 
     def body() -> None:
-        with engine_for(read_only=True) as engine:
+        with engine_for(read_only=True, warm_queries=dense) as engine:
             result = engine.search(
                 query,
                 user_id=user_id,

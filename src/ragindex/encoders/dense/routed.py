@@ -121,6 +121,10 @@ class RoutedDenseEncoder(InnerIdentity):
                     self._light_ready = True
         return self._light
 
+    def prepare_queries(self) -> None:
+        """Build what encodes queries now: the light encoder, its query session loaded (torch waits for an encode)."""
+        self.light()
+
     def _disable(self, exc: RagindexError) -> None:
         log.warning("the light (ONNX) dense encoder is unavailable, torch encodes instead: %s", exc.message)
         self._light = None
