@@ -486,6 +486,9 @@ class SourceSync:
         existing = {d.source_uri: d for d in self.store.documents_of_file(ctx.user_id, ctx.set_id, ctx.uri)}
         counts = dict.fromkeys(("added", "changed", "rechunked", "retried", "unchanged", "skipped", "failed"), 0)
         pending: list[tuple[Document, NewDocument, str]] = []  # (document, its new version, outcome) to chunk
+        # a records file changed, but not these records: only their file hash moves on (and the parsed artifact of a
+        # document ingested before artifacts were kept is recorded now), in a few statements for all of them
+        same: dict[int, Document] = {}  # doc_id -> the record as parsed now
         for doc in documents:
             for warning in doc.warnings:
                 log.warning("%s: %s", doc.source_uri, warning)
@@ -508,13 +511,12 @@ class SourceSync:
             new = self._new_document(doc, ctx, file_hash, content_hash, len(data), path)
             outcome = self._outcome(old, new, ctx.force)
             if outcome == "unchanged":
-                # a records file changed, but not this record: only the file hash moves on (and the parsed artifact
-                # of a document ingested before artifacts were kept is recorded now)
                 assert old is not None  # an unchanged document has a recorded version
-                self.store.set_file_hash(old.doc_id, file_hash, parsed=doc)
-                counts["unchanged"] += 1
+                same[old.doc_id] = doc
                 continue
             pending.append((doc, new, outcome))
+        self.store.set_file_hashes(file_hash, same)  # none: no statement
+        counts["unchanged"] += len(same)
         if pending:
             for outcome in self._cut_and_stage(
                 pending, path, parser, (deadline, poll), ctx, loading_ms, failures, report, touched

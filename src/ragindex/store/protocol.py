@@ -60,10 +60,11 @@ class DocumentStore(Protocol):
         """file_uris of a set's ACTIVE documents chunked with another chunking fingerprint (to re-chunk)."""
         ...
 
-    def set_file_hash(self, doc_id: int, file_hash: str, *, parsed: Document | None = None) -> None:
-        """Move a document to a new file hash (its file changed, its own content did not).
+    def set_file_hashes(self, file_hash: str, documents: Mapping[int, Document | None]) -> None:
+        """Move documents to a new file hash (their file changed, their own content did not), in a few statements.
 
-        ``parsed`` (the document as parsed now) becomes its parsed artifact if it has none of this text yet.
+        ``documents``: doc_id -> the document as parsed now (or None), which becomes its parsed artifact if it has
+        none of this text yet.
         """
         ...
 

@@ -15,8 +15,8 @@ from ragindex.store import schema
 from ragindex.store.options import StagedRun
 from ragindex.store.records import ChunkDiff, ChunkLayout, DocumentFilter, DocumentRow, NewDocument
 from ragindex.store.sql.chunks import replace_chunk_rows
-from ragindex.store.sql.core import CH, DOC, RUN, SqlCore, clip_error, given, new_id
-from ragindex.store.sql.parsed import delete_parsed, has_parsed, write_parsed
+from ragindex.store.sql.core import CH, DOC, RUN, SqlCore, batches, clip_error, given, new_id
+from ragindex.store.sql.parsed import delete_parsed, parsed_versions, write_parsed
 from ragindex.store.sql.rows import doc_row
 from ragindex.store.sql.runs import insert_run
 from ragindex.store.states import Lifecycle, RunStatus
@@ -64,18 +64,28 @@ class SqlDocuments(SqlCore):
             )
             return {r[0] for r in rows}
 
-    def set_file_hash(self, doc_id: int, file_hash: str, *, parsed: Document | None = None) -> None:
-        """Move a document to a new file hash when its file changed but its own content did not.
+    def set_file_hashes(self, file_hash: str, documents: Mapping[int, Document | None]) -> None:
+        """Move documents to a new file hash when their file changed but their own content did not.
 
-        ``parsed``: the document as its file parses now; recorded as its parsed artifact if it has none of this
-        text yet (a document ingested before artifacts were kept gets one when its file changes).
+        ``documents``: doc_id -> the document as its file parses now (or None); recorded as its parsed artifact if
+        it has none of this text yet (a document ingested before artifacts were kept gets one when its file
+        changes). One UPDATE and one artifact lookup per :data:`~ragindex.store.sql.core.SQL_IN_BATCH` documents,
+        each batch its own transaction: a records file with one changed record among thousands moves the others
+        in a few statements (a crash between batches leaves the old hash on the rest: the file is parsed again).
         """
-        with self._tx() as conn:
-            conn.execute(update(schema.documents).where(DOC.doc_id == doc_id).values(file_hash=file_hash))
-            if parsed is not None:
-                content_hash = sha256_text(parsed.text)
-                if not has_parsed(conn, doc_id, content_hash):
-                    write_parsed(conn, doc_id, content_hash=content_hash, parsed=parsed, now=utcnow())
+        for part in batches(list(documents)):
+            with self._tx() as conn:
+                conn.execute(update(schema.documents).where(DOC.doc_id.in_(part)).values(file_hash=file_hash))
+                texts = {
+                    doc_id: (sha256_text(parsed.text), parsed)
+                    for doc_id in part
+                    if (parsed := documents[doc_id]) is not None
+                }
+                present = parsed_versions(conn, list(texts))
+                now = utcnow()
+                for doc_id, (content_hash, parsed) in texts.items():
+                    if (doc_id, content_hash) not in present:
+                        write_parsed(conn, doc_id, content_hash=content_hash, parsed=parsed, now=now)
 
     def documents_of_file(self, user_id: int, set_id: int, file_uri: str) -> list[DocumentRow]:
         """ACTIVE documents that came from ``file_uri`` (one for a plain file, many for a records file)."""

@@ -101,10 +101,12 @@ def write_parsed(
         conn.execute(insert(schema.parsed_parts), batch)
 
 
-def has_parsed(conn: Connection, doc_id: int, content_hash: str) -> bool:
-    """Whether ``doc_id`` has an artifact of the text with ``content_hash``."""
-    query = select(PARSED.doc_id).where(PARSED.doc_id == doc_id, PARSED.content_hash == content_hash)
-    return conn.execute(query).first() is not None
+def parsed_versions(conn: Connection, doc_ids: Sequence[int]) -> set[tuple[int, str]]:
+    """(doc_id, content_hash) of the artifacts that ``doc_ids`` have (at most one each), in one query."""
+    if not doc_ids:
+        return set()
+    rows = conn.execute(select(PARSED.doc_id, PARSED.content_hash).where(PARSED.doc_id.in_(doc_ids)))
+    return {(row[0], row[1]) for row in rows}
 
 
 def delete_parsed(conn: Connection, doc_ids: Sequence[int]) -> None:

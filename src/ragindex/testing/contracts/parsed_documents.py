@@ -4,7 +4,7 @@ A backend's test module subclasses :class:`ParsedDocumentContract` and overrides
 :class:`~ragindex.testing.contracts.truth_store.TruthStoreContract`. It states that ``stage_document`` keeps the
 artifact with the chunks (text, blocks with page and bbox, page starts, title and warnings), that a new version
 replaces the previous one whole, that texts larger than one stored part (and than a server's packet limit) come
-back exactly, that removing a document drops it, that ``set_file_hash`` records a missing one, and how the
+back exactly, that removing a document drops it, that ``set_file_hashes`` records a missing one, and how the
 inspection read (:func:`~ragindex.pipeline.inspection.read_parsed`) scopes and explains a missing artifact.
 """
 
@@ -150,20 +150,27 @@ class ParsedDocumentContract:
         got = store.parsed_document(doc_id)
         assert got is not None and got.text == "# Back\n\nagain"
 
-    def test_set_file_hash_records_a_missing_artifact_once(self, store: SqlTruthStore) -> None:
-        """A document recorded without an artifact gets one when its file moves on; an existing one is kept."""
+    def test_set_file_hashes_records_a_missing_artifact_once(self, store: SqlTruthStore) -> None:
+        """Documents recorded without an artifact get one when their file moves on; an existing one is kept."""
         doc_id, _ = ingest(store, [MARKDOWN], source_uri="docs/solar.pdf")
+        kept = stage(store, layout_document(source="docs/kept.pdf"))
+        plain, _ = ingest(store, ["plain"], source_uri="docs/plain.txt")
         assert store.parsed_document(doc_id) is None
-        store.set_file_hash(doc_id, "1" * 64, parsed=layout_document())
+        before = store.parsed_document(kept)
+        store.set_file_hashes("1" * 64, {doc_id: layout_document(), kept: layout_document(), plain: None})
         first = store.parsed_document(doc_id)
         assert first is not None and first.text == MARKDOWN
-        assert store.get_document(doc_id).file_hash == "1" * 64
+        assert store.parsed_document(kept) == before, "same text: not rewritten"
+        assert store.parsed_document(plain) is None
+        assert {store.get_document(d).file_hash for d in (doc_id, kept, plain)} == {"1" * 64}
 
-        store.set_file_hash(doc_id, "2" * 64, parsed=layout_document())
+        store.set_file_hashes("2" * 64, {doc_id: layout_document()})
         second = store.parsed_document(doc_id)
         assert second is not None and second.created_at == first.created_at, "same text: not rewritten"
-        store.set_file_hash(doc_id, "3" * 64)
+        store.set_file_hashes("3" * 64, {doc_id: None})
         assert store.parsed_document(doc_id) == first
+        assert store.get_document(doc_id).file_hash == "3" * 64
+        assert store.get_document(kept).file_hash == "1" * 64
 
     def test_a_failed_load_keeps_the_previous_versions_artifact(self, store: SqlTruthStore) -> None:
         """A file that stops loading keeps its last chunks, and the artifact they were cut from."""

@@ -305,7 +305,7 @@ class TruthStoreContract:
         }
         assert store.file_hashes(1, 2) == {"docs/a.txt": ("9" * 64, 1)}
         assert store.file_hashes(2, 1) == {}
-        store.set_file_hash(records_doc, "5" * 64)
+        store.set_file_hashes("5" * 64, {records_doc: None})
         assert store.file_hashes(1, 1)["docs/r.jsonl"] == ("", 2), "one record moved: the file is not consistent"
         records = store.documents_of_file(1, 1, "docs/r.jsonl")
         assert sorted(d.source_uri for d in records) == ["docs/r.jsonl#1", "docs/r.jsonl#2"]
