@@ -11,12 +11,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import signal
 import socket
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from claimkit import run, start, wait_for
@@ -83,3 +86,49 @@ def test_an_ingest_stopped_while_its_model_loads_exits_130_every_time(tmp_path: 
         assert stopped.returncode == 130, said
         codes.append(stopped.returncode)
     assert codes == [130] * 8
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its reaper has ended)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+def _search_processes(pid: int) -> list[int]:
+    kids: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):
+            kids += [int(k) for k in (task / "children").read_text().split()]
+    return [k for k in kids if "spawn_main" in Path(f"/proc/{k}/cmdline").read_bytes().decode(errors="replace")]
+
+
+def _ready(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=10).status_code == 200
+    except httpx.HTTPError:  # not listening yet
+        return False
+
+
+def test_a_killed_service_leaves_no_search_process_behind(tmp_path: Path) -> None:
+    """SIGKILL (the OOM killer, ``kill -9``) gives the service no time to stop its search processes: they stop.
+
+    They used to wait on their pool's queue for good, ~250 MiB each (CI found three pairs of them 44 minutes after
+    the test that had killed their services).
+    """
+    pytest.importorskip("uvicorn", reason="the HTTP service needs its extra: pip install 'ragindex[service]'")
+    data, port = tmp_path / "data", free_port()
+    server = start(data, tmp_path / "serve.log", "serve", "--port", str(port), search_processes="2")
+    try:
+        wait_for("the service and its search processes to be ready", lambda: _ready(port), server)
+        searchers = _search_processes(server.pid)
+        assert len(searchers) == 2, searchers
+    finally:
+        server.kill()
+        server.wait(60)
+    deadline = time.monotonic() + 30
+    while any(_alive(pid) for pid in searchers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [pid for pid in searchers if _alive(pid)], (tmp_path / "serve.log").read_text()[-3000:]

@@ -23,9 +23,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
+import os
 import secrets
 import tempfile
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -141,8 +143,32 @@ class _Worker:
 _worker: _Worker | None = None
 
 
+PARENT_CHECK_S = 1.0
+"""How often a search process checks that the service that started it still runs."""
+
+
+def exit_with_parent(interval: float = PARENT_CHECK_S) -> threading.Thread:
+    """End this process (``os._exit``) once the process that started it is gone; checked every ``interval`` s.
+
+    A search process waits on its pool's call queue and never learns that the service died: a service killed by
+    SIGKILL (the OOM killer, ``kill -9``, a container runtime) left its search processes behind, ~250 MiB each, for
+    good. The check is the parent pid: an orphan is re-parented (to init or a subreaper).
+    """
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(interval)
+        os._exit(0)
+
+    thread = threading.Thread(target=watch, name="ragindex-parent-watch", daemon=True)
+    thread.start()
+    return thread
+
+
 def _start_worker(settings: Settings, address: str, authkey: bytes, paths: tuple[Path, list[Path], Path]) -> None:
     global _worker
+    exit_with_parent()
     engine = Engine(settings)
     engine._index = cast("VectorIndex", RemoteIndex(address, authkey))  # never opens (nor locks) the shards
     if engine.score_watch is not None:
