@@ -152,9 +152,11 @@ def exit_with_parent(interval: float = PARENT_CHECK_S) -> threading.Thread:
 
     A search process waits on its pool's call queue and never learns that the service died: a service killed by
     SIGKILL (the OOM killer, ``kill -9``, a container runtime) left its search processes behind, ~250 MiB each, for
-    good. The check is the parent pid: an orphan is re-parented (to init or a subreaper).
+    good. The check is the parent pid: an orphan is re-parented (to init or a subreaper). The pid to compare is the
+    one multiprocessing recorded at spawn, so a service that died while this process still imported is noticed too.
     """
-    parent = os.getppid()
+    spawner = multiprocessing.parent_process()
+    parent = spawner.pid if spawner is not None and spawner.pid is not None else os.getppid()
 
     def watch() -> None:
         while os.getppid() == parent:
