@@ -19,6 +19,7 @@ from ragindex import factory
 from ragindex.config.settings import Settings
 from ragindex.encoders.cached import CachedDenseEncoder
 from ragindex.encoders.checked import CheckedDenseEncoder
+from ragindex.encoders.dense.int8_check import MIN_MEAN_COSINE, Int8Agreement, check_file, keep_agreement
 from ragindex.encoders.dense.onnx import OnnxDenseEncoder
 from ragindex.encoders.dense.routed import QueryVectorCache, RoutedDenseEncoder
 from ragindex.encoders.dense.sentence_transformers import SentenceTransformerDenseEncoder
@@ -52,7 +53,8 @@ def torch_fp32() -> SentenceTransformerDenseEncoder:
 
 @pytest.fixture(scope="module")
 def onnx(onnx_cache_dir: Path) -> OnnxDenseEncoder:
-    light = factory.build_dense_encoder(Settings(onnx_cache_dir=onnx_cache_dir))
+    """The export's own graph for queries too (float32), as torch's float32 encoder computes them."""
+    light = factory.build_dense_encoder(Settings(onnx_cache_dir=onnx_cache_dir, query_precision="float32"))
     assert isinstance(light, RoutedDenseEncoder)
     encoder = light.light()
     assert isinstance(encoder, CheckedDenseEncoder) and isinstance(encoder.inner, OnnxDenseEncoder)
@@ -236,3 +238,64 @@ def test_a_failed_int8_write_keeps_float32_queries_with_one_warning(
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1 and "queries are encoded in float32" in warnings[0], warnings
     assert sorted(p.name for p in folder.iterdir()) == ["model.int8.onnx", "model.onnx"]  # no temporary file left
+
+
+def test_auto_encodes_queries_with_the_int8_copy_once_it_passed_its_check(
+    onnx: OnnxDenseEncoder, onnx_cache_dir: Path
+) -> None:
+    auto = _light(Settings(onnx_cache_dir=onnx_cache_dir))  # the default
+    assert auto.query_file == onnx.model_file.with_name("model.int8.onnx") and auto.model_file == onnx.model_file
+    figures = json.loads(check_file(auto.query_file).read_text())
+    # measured on the probe queries (all-MiniLM-L6-v2: mean 0.993, lowest 0.981); a broken copy gives ~0
+    assert (
+        MIN_MEAN_COSINE <= figures["mean_cosine"] < 0.99999 and figures["int8_bytes"] == auto.query_file.stat().st_size
+    )
+    kept = check_file(auto.query_file).stat().st_mtime_ns
+    again = _light(Settings(onnx_cache_dir=onnx_cache_dir))
+    assert (
+        again.query_file == auto.query_file and check_file(auto.query_file).stat().st_mtime_ns == kept
+    )  # not measured again
+    float32 = _light(Settings(onnx_cache_dir=onnx_cache_dir, query_precision="float32"))
+    assert float32.query_file == onnx.model_file
+
+
+def test_an_int8_copy_that_strays_from_float32_is_used_only_when_int8_is_asked_for(
+    tmp_path: Path, onnx: OnnxDenseEncoder, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "onnx" / onnx.model_file.parent.name
+    folder.mkdir(parents=True)
+    (folder / "model.onnx").symlink_to(onnx.model_file)
+    int8 = _light(Settings(onnx_cache_dir=tmp_path / "onnx", query_precision="int8")).query_file
+    assert int8 == folder / "model.int8.onnx"
+    # the figures a copy that breaks the model would have kept (per-tensor scales on MiniLM: mean 0.959)
+    keep_agreement(int8, Int8Agreement(mean_cosine=0.959, min_cosine=0.924, texts=32))
+    with caplog.at_level(logging.INFO, logger="ragindex"):
+        auto = _light(Settings(onnx_cache_dir=tmp_path / "onnx"))
+    assert auto.query_file == folder / "model.onnx"
+    assert np.array_equal(auto.encode_queries(["slow start"]), onnx.encode_queries(["slow start"]))
+    assert any("strays" in r.getMessage() and r.levelno == logging.INFO for r in caplog.records)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        asked = _light(Settings(onnx_cache_dir=tmp_path / "onnx", query_precision="int8"))
+    assert asked.query_file == int8
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "stray from float32" in warnings[0], warnings
+    # figures kept for another file (a copy written again since) are measured again, and this copy passes
+    keep_agreement(int8, Int8Agreement(mean_cosine=0.5, min_cosine=0.5, texts=32))
+    figures = json.loads(check_file(int8).read_text())
+    check_file(int8).write_text(json.dumps({**figures, "int8_bytes": figures["int8_bytes"] + 1}))
+    assert _light(Settings(onnx_cache_dir=tmp_path / "onnx")).query_file == int8
+    assert json.loads(check_file(int8).read_text())["mean_cosine"] >= MIN_MEAN_COSINE
+
+
+def test_auto_with_a_cache_it_cannot_write_keeps_float32_queries_without_a_warning(
+    tmp_path: Path, onnx: OnnxDenseEncoder, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "onnx" / onnx.model_file.parent.name
+    folder.mkdir(parents=True)
+    (folder / "model.onnx").symlink_to(onnx.model_file)
+    (folder / "model.int8.onnx").mkdir()  # the rename into place fails, even as root
+    with caplog.at_level(logging.WARNING):
+        light = _light(Settings(onnx_cache_dir=tmp_path / "onnx"))
+    assert light.query_file == folder / "model.onnx"
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]

@@ -17,7 +17,8 @@ app.add_typer(models_app, name="models")
 def prepare(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
     """Export the local dense model to ONNX into the ONNX cache (once per model; later runs only check it).
 
-    With ``RAGINDEX_QUERY_PRECISION=int8`` it also writes the int8 copy that encodes queries.
+    It also writes the int8 copy that encodes queries, and checks it against float32 once
+    (``RAGINDEX_QUERY_PRECISION``: ``auto`` or ``int8``; not with ``float32``).
 
     Searches and small ingests then encode with ONNX Runtime and never import torch. Without this step the
     first search exports it. Exit code 3 when the export fails (the searches then use torch).
@@ -54,7 +55,6 @@ def prepare(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")]
             say(f"{dense.dense_model}: no ONNX equivalent (its pooling is not mean pooling); torch encodes queries")
         else:
             say(f"{dense.dense_model}: ONNX encoder ready at {path}")
-            if query is not None and query != path:
-                say(f"queries ({dense.query_precision}): {query}")
+            say(f"queries: {query}" if query is not None and query != path else "queries: float32 (the export above)")
 
     guarded(body)

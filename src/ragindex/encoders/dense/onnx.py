@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -24,6 +24,9 @@ from ragindex.errors import ConfigurationError, EncodingError
 from ragindex.language import Script
 
 log = logging.getLogger(__name__)
+
+QueryPrecision = Literal["auto", "float32", "int8"]
+"""``RAGINDEX_QUERY_PRECISION``: which graph encodes queries (:func:`int8_query_file`)."""
 
 
 @dataclass(eq=False)
@@ -144,6 +147,10 @@ class OnnxDenseEncoder(PrecisionCacheKey):
         """Query vectors (the query prompt in front of each text), from the query graph."""
         return self._encode(self.prompts.queries(texts), self.query_file)
 
+    def encode_queries_with(self, model_file: Path, texts: Sequence[str]) -> np.ndarray:
+        """Query vectors from another graph of the same model (the int8 check compares the two)."""
+        return self._encode(self.prompts.queries(texts), model_file)
+
 
 def prepare_onnx_encoder(
     model_dir: Path | None,
@@ -155,15 +162,14 @@ def prepare_onnx_encoder(
     cache_dir: Path | None = None,
     batch_size: int = 64,
     threads: int | None = None,
-    query_precision: Literal["float32", "int8"] = "float32",
+    query_precision: QueryPrecision = "float32",
 ) -> OnnxDenseEncoder | None:
     """The light encoder of a local model, exported first if its cache has no copy; None if unsupported.
 
     ``fingerprint`` (prompts included) is the encoder's; the export is the model's alone, kept under
     ``model_fingerprint`` (default ``fingerprint``), so changing the prompts does not export the model again.
-    ``query_precision="int8"`` encodes queries with an int8 copy of the export, written beside it on first use
-    (:func:`~.onnx_export.quantize_onnx`; if that write fails, one warning and float32 queries); documents stay
-    float32.
+    Queries are encoded by an int8 copy of the export (:func:`int8_query_file`) with ``query_precision`` ``int8``,
+    or ``auto`` once that copy has passed its check against float32; documents always use the float32 graph.
 
     Unsupported (None, logged at info): no local directory, or a pipeline the export does not reproduce
     (see :func:`~.onnx_export.read_layout`).
@@ -171,13 +177,7 @@ def prepare_onnx_encoder(
     Raises:
         ConfigurationError: The export or the load failed (read-only or full cache dir, onnx missing, ...).
     """
-    from ragindex.encoders.dense.onnx_export import (
-        INT8_MODEL_FILE,
-        export_onnx,
-        onnx_model_path,
-        quantize_onnx,
-        read_layout,
-    )
+    from ragindex.encoders.dense.onnx_export import export_onnx, onnx_model_path, read_layout
 
     layout = read_layout(model_dir) if model_dir is not None else None
     if layout is None:
@@ -186,24 +186,58 @@ def prepare_onnx_encoder(
     target = onnx_model_path(model_fingerprint or fingerprint, layout.model_dir, cache_dir)
     if not target.is_file():
         export_onnx(layout, target)
-    query_target = None
-    if query_precision == "int8":
-        query_target = target.with_name(INT8_MODEL_FILE)
-        if not query_target.is_file():
-            try:
-                quantize_onnx(target, query_target)
-            except ConfigurationError as exc:  # e.g. a read-only cache prepared without it: float32 still serves
-                log.warning("queries are encoded in float32: %s", exc.message)
-                query_target = None
-    encoder = OnnxDenseEncoder(
-        layout,
-        target,
-        fingerprint=fingerprint,
-        languages=frozenset(languages),
-        query_model_file=query_target,
-        prompts=prompts,
-        batch_size=batch_size,
-        threads=threads,
-    )
+
+    def build(query_file: Path | None) -> OnnxDenseEncoder:
+        return OnnxDenseEncoder(
+            layout,
+            target,
+            fingerprint=fingerprint,
+            languages=frozenset(languages),
+            query_model_file=query_file,
+            prompts=prompts,
+            batch_size=batch_size,
+            threads=threads,
+        )
+
+    query_target = int8_query_file(target, query_precision, build) if query_precision != "float32" else None
+    encoder = build(query_target)
     encoder.load()
     return encoder
+
+
+def int8_query_file(
+    target: Path, precision: QueryPrecision, build: Callable[[Path | None], OnnxDenseEncoder]
+) -> Path | None:
+    """The int8 copy of the export ``target`` that should encode queries, or None for float32 queries.
+
+    The copy is written on first use (:func:`~.onnx_export.quantize_onnx`) and checked once against the float32
+    graph (:mod:`~.int8_check`). ``auto`` takes it only if the check passed; ``int8`` takes it anyway, with a
+    warning if it did not. A copy that cannot be written (read-only cache) means float32 queries: with a warning
+    when ``int8`` was asked for, at info level for ``auto``.
+    """
+    from ragindex.encoders.dense.int8_check import keep_agreement, measure_agreement, read_agreement
+    from ragindex.encoders.dense.onnx_export import INT8_MODEL_FILE, quantize_onnx
+
+    asked = precision == "int8"
+    int8 = target.with_name(INT8_MODEL_FILE)
+    if not int8.is_file():
+        try:
+            quantize_onnx(target, int8)
+        except ConfigurationError as exc:  # e.g. a read-only cache prepared without it: float32 still serves
+            (log.warning if asked else log.info)("queries are encoded in float32: %s", exc.message)
+            return None
+    agreement = read_agreement(int8)
+    if agreement is None:
+        agreement = measure_agreement(build(int8))
+        keep_agreement(int8, agreement)
+        log.info("int8 query encoder %s: %s", int8, agreement.describe())
+    if agreement.accepted:
+        return int8
+    if asked:
+        log.warning(
+            "int8 query vectors stray from float32 (%s); used as RAGINDEX_QUERY_PRECISION=int8 asks",
+            agreement.describe(),
+        )
+        return int8
+    log.info("queries are encoded in float32: the int8 copy strays from it (%s)", agreement.describe())
+    return None
