@@ -68,11 +68,26 @@ def score(engine: Engine, data: Path, cut: list[tuple[str, str]], top_k: int = 1
     return evaluate(dataset.qrels, run, ks=(10, 100), metrics=("ndcg", "recall"))
 
 
+def _fit(whole: list[tuple[str, str]], cut: list[tuple[str, str]], engine: Engine) -> list[tuple[str, str]]:
+    """Each document as one unit when it fits the dense model's window, else its units from ``cut``."""
+    from ragindex.chunking.tokens import tokenizer_for_model
+
+    tokenizer = tokenizer_for_model(engine.settings.dense_model)
+    window = tokenizer.max_length - 2  # [CLS] and [SEP]
+    fits = {did for did, text in whole if tokenizer.count(text) <= window}
+    return [(did, text) for did, text in whole if did in fits] + [(did, t) for did, t in cut if did not in fits]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("data", nargs="+", type=Path)
     parser.add_argument("--chunking", nargs="+", default=["recursive="])
     parser.add_argument("--cache", type=Path, required=True, help="Data dir of the embedding cache (kept)")
+    parser.add_argument(
+        "--fit",
+        action="store_true",
+        help="Also: each document whole if it fits the window, else the first chunking's units",
+    )
     args = parser.parse_args(argv)
     print("| collection | dense unit | units | nDCG@10 | recall@100 | s |")
     print("|---|---|---:|---:|---:|---:|")
@@ -90,6 +105,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 finally:
                     os.environ.clear()
                     os.environ.update(saved)
+            if args.fit:
+                specs.append(("fit", _fit(specs[0][1], specs[1][1], engine)))
             for name, cut in specs:
                 started = time.perf_counter()
                 figures = score(engine, data, cut)

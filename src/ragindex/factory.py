@@ -248,10 +248,11 @@ def _build_http_sparse_provider(sparse: SparseSettings) -> SparseEncoder:
 
 
 def build_chunker(settings: Settings) -> Chunker:
-    """The configured chunker (the structure chunker loads the dense model's tokenizer)."""
+    """The configured chunker (the structure chunker and ``chunk_whole_if_fits`` load the dense model's tokenizer)."""
     from ragindex.chunking.factory import chunker_from_settings
 
-    return chunker_from_settings(settings.chunking, tokenizer_model=settings.dense_model)
+    local = settings.dense_provider == "local"
+    return chunker_from_settings(settings.chunking, tokenizer_model=settings.dense_model, local_model=local)
 
 
 def build_loaders(settings: Settings) -> LoaderRegistry:

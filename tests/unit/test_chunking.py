@@ -617,6 +617,10 @@ def test_chunker_from_settings() -> None:
     settings = Settings.model_validate({"chunker": "recursive", "chunk_size": 300, "chunk_overlap": 30})
     recursive = chunker_from_settings(settings.chunking, tokenizer_model=settings.dense_model)
     assert recursive.config() == {"name": "recursive", "size": 300, "overlap": 30}
+    whole = settings.chunking.model_copy(update={"chunk_whole_if_fits": True})
+    assert chunker_from_settings(whole, tokenizer_model=MODEL).config()["whole_if_fits"] == 238
+    remote = chunker_from_settings(whole, tokenizer_model="text-embedding-3-small", local_model=False)
+    assert remote.config() == {"name": "recursive", "size": 300, "overlap": 30}
     missing = ChunkingSettings(chunker="structure")
     with pytest.raises(ConfigurationError, match="not available locally"):
         chunker_from_settings(missing, tokenizer_model="ragindex-test/definitely-not-a-cached-model")

@@ -10,6 +10,7 @@ from ragindex.chunking.layout import LayoutChunker
 from ragindex.chunking.protocol import Chunker, Tokenizer
 from ragindex.chunking.recursive import RecursiveChunker
 from ragindex.chunking.structure import StructureChunker
+from ragindex.chunking.whole import WholeIfFits
 from ragindex.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -26,6 +27,7 @@ def build_chunker(
     chunk_tokens: int = 480,
     chunk_token_overlap: int = 0,
     tokenizer_factory: Callable[[], Tokenizer] | None = None,
+    whole_if_fits: bool = False,
 ) -> Chunker:
     """The chunker called ``name``.
 
@@ -35,7 +37,10 @@ def build_chunker(
         chunk_overlap: Character overlap (``fixed``, ``recursive``).
         chunk_tokens: Tokens per chunk (``structure``; capped at the encoder's maximum).
         chunk_token_overlap: Token overlap when ``structure`` must split a section.
-        tokenizer_factory: Returns the dense model's tokenizer; called only for ``structure``.
+        tokenizer_factory: Returns the dense model's tokenizer; called for ``structure``, and for ``whole_if_fits``.
+        whole_if_fits: ``fixed`` and ``recursive`` keep a document that fits the dense model's window as one
+            chunk (:class:`~ragindex.chunking.whole.WholeIfFits`); needs ``tokenizer_factory``. ``structure``
+            does so already (it packs whole sections up to the window).
 
     Returns:
         The chunker, wrapped in :class:`~ragindex.chunking.layout.LayoutChunker` (tables and pages of parsed
@@ -44,10 +49,14 @@ def build_chunker(
     Raises:
         ConfigurationError: Unknown name, invalid sizes, or ``structure`` without a tokenizer.
     """
-    if name == "fixed":
-        return LayoutChunker(FixedChunker(chunk_size, chunk_overlap), limit=chunk_size)
-    if name == "recursive":
-        return LayoutChunker(RecursiveChunker(chunk_size, chunk_overlap), limit=chunk_size)
+    if name in ("fixed", "recursive"):
+        text: Chunker = (FixedChunker if name == "fixed" else RecursiveChunker)(chunk_size, chunk_overlap)
+        chunker: Chunker = LayoutChunker(text, limit=chunk_size)
+        if whole_if_fits:
+            if tokenizer_factory is None:
+                raise ConfigurationError("whole_if_fits needs the dense model's tokenizer (tokenizer_factory)")
+            chunker = WholeIfFits(chunker, tokenizer_factory(), cuts_above=chunk_size)
+        return chunker
     if name == "structure":
         if tokenizer_factory is None:
             raise ConfigurationError("the structure chunker needs the dense model's tokenizer (tokenizer_factory)")
@@ -58,12 +67,14 @@ def build_chunker(
     )
 
 
-def chunker_from_settings(chunking: ChunkingSettings, *, tokenizer_model: str) -> Chunker:
-    """The chunker ``chunking`` selects; ``structure`` uses the tokenizer of ``tokenizer_model``.
+def chunker_from_settings(chunking: ChunkingSettings, *, tokenizer_model: str, local_model: bool = True) -> Chunker:
+    """The chunker ``chunking`` selects; ``structure`` and ``chunk_whole_if_fits`` use ``tokenizer_model``'s tokenizer.
 
     Args:
         chunking: The chunking section of the settings (``settings.chunking``).
         tokenizer_model: The dense model whose tokenizer ``structure`` counts with (``settings.dense_model``).
+        local_model: Whether that model is the one that embeds (not an embeddings API): ``chunk_whole_if_fits``
+            needs its window, so it is off otherwise.
 
     Returns:
         The chunker.
@@ -84,4 +95,5 @@ def chunker_from_settings(chunking: ChunkingSettings, *, tokenizer_model: str) -
         chunk_tokens=chunking.chunk_tokens,
         chunk_token_overlap=chunking.chunk_token_overlap,
         tokenizer_factory=tokenizer,
+        whole_if_fits=chunking.chunk_whole_if_fits and local_model,
     )

@@ -46,10 +46,10 @@ class RecursiveChunker(CharacterChunker):
         splitter = RecursiveSplitter(text, self.size, self.overlap, _length, self._hard_cut)
         spans = strip_spans(text, splitter.split(0, len(text)))
         headings = Headings(text)
-        return make_drafts(document, [(s, e, headings.section_at(_body_start(text, s, e))) for s, e in spans])
+        return make_drafts(document, [(s, e, headings.section_at(body_start(text, s, e))) for s, e in spans])
 
 
-def _body_start(text: str, start: int, end: int) -> int:
+def body_start(text: str, start: int, end: int) -> int:
     """Where the chunk ``text[start:end]`` leaves its leading heading lines (``start`` if it is nothing else)."""
     lead = HEADINGS_ONLY.match(text, start, end)
     return lead.end() if lead is not None and lead.end() < end else start

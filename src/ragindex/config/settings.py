@@ -129,13 +129,22 @@ class Settings(
         fingerprint differs, so a changed chunk size never leaves a set with two chunk sizes.
         """
         lexical = self.bm25_enabled or self.sparse_provider != "none"
+        chunking = self.chunking.model_dump(mode="json")
+        if not chunking["chunk_whole_if_fits"]:  # added off: sets chunked before it keep their fingerprint
+            del chunking["chunk_whole_if_fits"]
         shaping = {
             "loading": self.loading.model_dump(mode="json", exclude=LIMITS),
-            "chunking": self.chunking.model_dump(mode="json"),
-            "tokenizer": self.dense_model if self.chunker == "structure" else None,
+            "chunking": chunking,
+            "tokenizer": self.dense_model if self._chunks_by_tokens else None,
             "sections": lexical and self.section_max_chars > 0,  # sections exist only for a lexical kind
         }
         return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode("utf-8")).hexdigest()
+
+    @property
+    def _chunks_by_tokens(self) -> bool:
+        """Whether the dense model's tokenizer shapes the chunks (then it is part of the chunking fingerprint)."""
+        whole = self.chunk_whole_if_fits and self.dense_provider == "local" and self.chunker != "structure"
+        return self.chunker == "structure" or whole
 
     @property
     def dense(self) -> DenseSettings:
