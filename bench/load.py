@@ -31,6 +31,8 @@ from typing import Any
 
 import httpx
 
+from ragindex.testing.processes import descendants
+
 SCIFACT = Path(os.environ.get("BENCH_SCIFACT", "/work/shared/data/beir/scifact"))
 RAGINDEX = [sys.executable, "-c", "from ragindex.cli import main; main()"]
 
@@ -59,23 +61,10 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _children(pid: int) -> list[int]:
-    """Every descendant of a process (the service's search processes, ``RAGINDEX_SEARCH_PROCESSES``)."""
-    out: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            kids = [int(k) for k in (task / "children").read_text().split()]
-        except OSError:
-            continue
-        for kid in kids:
-            out += [kid, *_children(kid)]
-    return out
-
-
 def _tree_cpu_seconds(pid: int) -> float:
     """CPU of the descendants of ``pid`` (not its own)."""
     total = 0.0
-    for kid in _children(pid):
+    for kid in descendants(pid):
         try:
             total += _cpu_seconds(kid)
         except OSError:  # ended meanwhile

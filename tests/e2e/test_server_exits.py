@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import random
 import signal
@@ -23,6 +22,7 @@ import httpx
 import pytest
 
 from claimkit import run, start, wait_for
+from ragindex.testing.processes import descendants
 
 pytestmark = pytest.mark.integration
 
@@ -98,10 +98,7 @@ def _alive(pid: int) -> bool:
 
 
 def _search_processes(pid: int) -> list[int]:
-    kids: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        with contextlib.suppress(OSError):
-            kids += [int(k) for k in (task / "children").read_text().split()]
+    kids = descendants(pid)
     return [k for k in kids if "spawn_main" in Path(f"/proc/{k}/cmdline").read_bytes().decode(errors="replace")]
 
 
