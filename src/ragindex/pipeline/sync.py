@@ -56,6 +56,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+PURGE_PAGE = 5000
+"""REMOVED rows read and purged at a time after the chunking stage: bounds the memory of a whole set re-chunked."""
+
 ProgressFn = Callable[[str, dict[str, Any]], None]
 
 
@@ -413,26 +416,24 @@ class SourceSync:
             if parser is not self.parser:
                 parser.close()
 
-    def _purge(self, chunk_ids: Sequence[str], report: IngestReport) -> None:
-        if not chunk_ids:
-            return
-        _purged, failed = self.indexer.purge(self.store.get_chunks(list(chunk_ids)))
-        if failed:
-            report.notes.append(f"{len(failed)} removed chunks are still in the index; run `ragindex repair`")
-
     def _purge_set(self, user_id: int, set_id: int, report: IngestReport) -> None:
         """Purge every REMOVED row of the set not yet purged: this run's, and those an interrupted run left.
 
-        A run killed between a document's truth write and its purge leaves its file recorded as unchanged, so no
-        later run re-stages it; its old rows are purged here, as the set's PENDING rows are indexed by
-        :meth:`_index_set`, and the next ``ingest`` converges alone.
+        The run's changed documents are purged here, after the chunking stage, in pages of :data:`PURGE_PAGE`
+        rows (one index delete and one truth write a page and bucket), not one document at a time: a changed
+        record cost ~30 ms of purging on its own. Until then a removed chunk's index copy may still answer a
+        search, and the backfill drops it (its row is REMOVED), as it does for any copy a crash leaves. A run
+        killed between a document's truth write and this purge leaves its file recorded as unchanged, so no later
+        run re-stages it; its old rows are purged by the next run's call, as the set's PENDING rows are indexed by
+        :meth:`_index_set`.
         """
-        rows = self.store.removed_unpurged(user_id=user_id, set_id=set_id)
-        if not rows:
-            return
-        _purged, failed = self.indexer.purge(rows)
-        if failed:
-            report.notes.append(f"{len(failed)} removed chunks are still in the index; run `ragindex repair`")
+        while rows := self.store.removed_unpurged(limit=PURGE_PAGE, user_id=user_id, set_id=set_id):
+            _purged, failed = self.indexer.purge(rows)
+            if failed:  # they stay REMOVED and unpurged, so the next page would hold them again: repair retries
+                report.notes.append(f"{len(failed)} removed chunks are still in the index; run `ragindex repair`")
+                return
+            if len(rows) < PURGE_PAGE:
+                return
 
     # ------------------------------------------------------------------ one file
     def _read(self, path: Path, report: IngestReport) -> bytes | None:
@@ -684,11 +685,10 @@ class SourceSync:
         report.chunks["sections"] += cut.sections
         if not diff.requeued:  # requeued rows are counted when the indexer reuses their cached vectors
             report.chunks["reused"] += len(diff.kept)
-        report.chunks["removed"] += len(diff.removed)
+        report.chunks["removed"] += len(diff.removed)  # their index copies: purged after the chunking stage
         self._new_chunks += len(diff.added)
         if self.warm is not None:
             self.warm(self._new_chunks)
-        self._purge(diff.removed, report)
         touched.append(Touched(doc_id, run_id, cut.chunks, chunking_ms, ctx.uri, doc.source_uri, outcome))
         return True
 
