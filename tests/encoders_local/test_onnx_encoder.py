@@ -299,3 +299,19 @@ def test_auto_with_a_cache_it_cannot_write_keeps_float32_queries_without_a_warni
         light = _light(Settings(onnx_cache_dir=tmp_path / "onnx"))
     assert light.query_file == folder / "model.onnx"
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_a_damaged_int8_copy_is_written_again(
+    tmp_path: Path, onnx: OnnxDenseEncoder, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "onnx" / onnx.model_file.parent.name
+    folder.mkdir(parents=True)
+    (folder / "model.onnx").symlink_to(onnx.model_file)
+    (folder / "model.int8.onnx").write_bytes(onnx.model_file.with_name("model.int8.onnx").read_bytes()[:100_000])
+    with caplog.at_level(logging.WARNING):
+        light = _light(Settings(onnx_cache_dir=tmp_path / "onnx"))
+    assert light.query_file == folder / "model.int8.onnx" and light.query_file.stat().st_size > 10_000_000
+    assert json.loads(check_file(light.query_file).read_text())["mean_cosine"] >= MIN_MEAN_COSINE
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "writing it again" in warnings[0], warnings
+    assert np.sum(light.encode_queries(["slow start"]) * onnx.encode_queries(["slow start"])) > 0.95

@@ -228,7 +228,16 @@ def int8_query_file(
             return None
     agreement = read_agreement(int8)
     if agreement is None:
-        agreement = measure_agreement(build(int8))
+        try:
+            agreement = measure_agreement(build(int8))
+        except ConfigurationError as exc:  # a damaged copy (truncated, half-copied): write it once more
+            log.warning("the int8 query encoder cannot be loaded, writing it again: %s", exc.message)
+            try:
+                quantize_onnx(target, int8)
+                agreement = measure_agreement(build(int8))
+            except ConfigurationError as again:
+                log.warning("queries are encoded in float32: %s", again.message)
+                return None
         keep_agreement(int8, agreement)
         log.info("int8 query encoder %s: %s", int8, agreement.describe())
     if agreement.accepted:
