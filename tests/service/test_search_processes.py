@@ -88,6 +88,20 @@ def test_upserts_are_read_by_the_next_search_and_removed_records_never(pooled: t
         assert "saffron" not in [hit["key"] for hit in hits], mode
 
 
+def test_a_record_key_that_looks_like_a_path_is_answered_as_given(pooled: tuple[Service, httpx.Client]) -> None:
+    """Only the document's file URI (``record:<key>``) tells a record keyed ``/notes/...`` from a server file."""
+    service, client = pooled
+    before = _pool(service).searches
+    put = client.put(f"/v1/sets/{SET}/records/%2Fnotes%2Fobsidian", json={"text": "Obsidian is volcanic glass."})
+    assert put.status_code == 200, put.text
+    try:
+        hit = _search(client, "volcanic glass").json()["hits"][0]
+        assert (hit["key"], hit["source"]) == ("/notes/obsidian", "/notes/obsidian")
+        assert _pool(service).searches > before
+    finally:
+        assert client.delete(f"/v1/sets/{SET}/records/%2Fnotes%2Fobsidian").status_code == 200
+
+
 def test_errors_are_answered_as_in_the_service_process(pooled: tuple[Service, httpx.Client]) -> None:
     _, client = pooled
     bad = _search(client, "honey", filter={"year": {"$gte": 2020}})

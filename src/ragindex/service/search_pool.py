@@ -227,10 +227,7 @@ def public_answer(
 ) -> dict[str, Any]:
     """A search answer with each hit's ``key`` and public ``source`` (see ``routes.search.public_hits``)."""
     pathlike = sorted({h["source"] for h in answer.get("hits", ()) if h["source"].startswith("/")})
-    uris: dict[str, str] = {}
-    if pathlike:
-        found = engine.store.documents_by_key(user_id, set_id, pathlike)
-        uris = {key: doc.file_uri for key, doc in found.items()}
+    uris = engine.store.file_uris_by_key(user_id, set_id, pathlike) if pathlike else {}
     return sources.hits(answer, user_id=user_id, records=uris)
 
 

@@ -122,6 +122,5 @@ async def public_hits(state: ServiceState, answer: dict[str, Any], *, user_id: i
     pathlike = sorted({h["source"] for h in answer.get("hits", ()) if h["source"].startswith("/")})
     uris: dict[str, str] = {}
     if pathlike:
-        found = await state.aengine.run_sync(state.engine.store.documents_by_key, user_id, set_id, pathlike)
-        uris = {key: doc.file_uri for key, doc in found.items()}
+        uris = await state.aengine.run_sync(state.engine.store.file_uris_by_key, user_id, set_id, pathlike)
     return state.sources.hits(answer, user_id=user_id, records=uris)
