@@ -223,6 +223,23 @@ def test_int8_queries_stay_close_to_float32_and_documents_stay_float32(
     assert not [p.name for p in int8.query_file.parent.iterdir() if p.name.endswith(".tmp")]
 
 
+def test_an_int8_query_vector_does_not_depend_on_the_queries_encoded_with_it(
+    onnx: OnnxDenseEncoder, onnx_cache_dir: Path
+) -> None:
+    """The int8 graph quantizes activations with one scale per call: batched, a vector moved (cosine ~0.990)."""
+    int8 = _light(Settings(onnx_cache_dir=onnx_cache_dir, query_precision="int8"))
+    query = "when is honey harvested"
+    alone = int8.encode_queries([query])[0]
+    crowd = ["basalt columns", "the relation between vitamin d levels and bone density in older adults " * 3]
+    for others in ([crowd[0]], [crowd[1]], crowd * 20):
+        batch = int8.encode_queries([*others, query, *others])
+        assert np.array_equal(batch[len(others)], alone)
+        assert np.array_equal(batch[0], int8.encode_queries([others[0]])[0])
+    # documents (the float32 graph) are still encoded in batches, and equal to one at a time
+    docs = int8.encode_documents([query, *crowd])
+    assert np.allclose(docs[0], int8.encode_documents([query])[0], atol=1e-6)
+
+
 def test_a_failed_int8_write_keeps_float32_queries_with_one_warning(
     tmp_path: Path, onnx: OnnxDenseEncoder, caplog: pytest.LogCaptureFixture
 ) -> None:

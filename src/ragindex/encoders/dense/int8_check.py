@@ -34,8 +34,9 @@ MIN_COSINE = 0.90
 """Lowest cosine of any probe: a floor against a copy that breaks some inputs outright (MiniLM's lowest: ~0.96,
 a one-word text)."""
 
-CHECK_VERSION = 1
-"""Bump when :data:`PROBE_QUERIES` or the measurement changes: older figures are then measured again."""
+CHECK_VERSION = 2
+"""Bump when :data:`PROBE_QUERIES` or the measurement changes: older figures are then measured again (2: the int8
+graph encodes one query a call)."""
 
 PROBE_QUERIES: tuple[str, ...] = (
     "TCP",

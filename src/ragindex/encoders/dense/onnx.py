@@ -123,9 +123,13 @@ class OnnxDenseEncoder(PrecisionCacheKey):
         # sort by length so that each call pads least, then put the vectors back in order
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        # the int8 graph quantizes its activations with one scale per call, taken over every text of the batch and
+        # its padding: batched, a query's vector would depend on the queries beside it (cosine ~0.99 to itself
+        # alone), so a search's scores on the traffic around it. One text a call keeps a query's vector its own.
+        batch = self.batch_size if model_file == self.model_file else 1
         try:
-            for start in range(0, len(order), self.batch_size):
-                part = order[start : start + self.batch_size]
+            for start in range(0, len(order), batch):
+                part = order[start : start + batch]
                 encodings = self._tokenizer.encode_batch([texts[i] for i in part])
                 feed = {
                     "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
