@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import logging
 import re
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -332,3 +334,37 @@ def test_a_damaged_int8_copy_is_written_again(
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1 and "writing it again" in warnings[0], warnings
     assert np.sum(light.encode_queries(["slow start"]) * onnx.encode_queries(["slow start"])) > 0.95
+
+
+QUANTIZE = """
+import sys
+from pathlib import Path
+from ragindex.encoders.dense.onnx_export import quantize_onnx
+quantize_onnx(Path(sys.argv[1]), Path(sys.argv[2]))
+"""
+
+
+def test_processes_that_quantize_at_once_all_get_the_int8_copy(tmp_path: Path, onnx: OnnxDenseEncoder) -> None:
+    """The quantizer's shape-inferred graph has a fixed name beside its input: processes deleted each other's."""
+    folder = tmp_path / "onnx"
+    folder.mkdir()
+    (folder / "model.onnx").symlink_to(onnx.model_file)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", QUANTIZE, str(folder / "model.onnx"), str(folder / "model.int8.onnx")],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    errors = [proc.communicate(timeout=300)[1] for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0, 0], errors
+    assert sorted(p.name for p in folder.iterdir()) == ["model.int8.onnx", "model.onnx"]  # nothing left behind
+    int8 = OnnxDenseEncoder(
+        onnx.layout,
+        onnx.model_file,
+        fingerprint=onnx.fingerprint,
+        languages=onnx.languages,
+        query_model_file=folder / "model.int8.onnx",
+    )
+    assert np.sum(int8.encode_queries(["slow start"]) * onnx.encode_queries(["slow start"])) > 0.95

@@ -17,6 +17,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import tempfile
 import warnings
 from collections.abc import Callable
@@ -217,12 +218,19 @@ def quantize_onnx(source: Path, target: Path) -> Path:
         root = logging.getLogger()
         chatter = _QuantizerChatter()
         root.addFilter(chatter)
+        # it writes its shape-inferred graph beside its input under a fixed name (model-inferred.onnx) and deletes
+        # it: processes quantizing at once (the first searches after an install) deleted each other's, and all but
+        # one fell back to float32. Each reads the export through a link in a directory of its own.
+        private = Path(tempfile.mkdtemp(prefix=".quantize-", dir=tmp.parent))
         try:
+            link = private / source.name
+            link.symlink_to(source.resolve())
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                quantize_dynamic(source, tmp, per_channel=True, weight_type=QuantType.QInt8)
+                quantize_dynamic(link, tmp, per_channel=True, weight_type=QuantType.QInt8)
         finally:
             root.removeFilter(chatter)
+            shutil.rmtree(private, ignore_errors=True)
 
     _write_atomically(target, write, "write the int8 query encoder")
     log.info("wrote the int8 query encoder %s", target)
