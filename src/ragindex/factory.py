@@ -66,10 +66,10 @@ def build_index_ownership(settings: Settings) -> IndexOwnership | None:
 
     index = settings.index
     if index.index_backend == "edge":
-        return IndexOwnership(settings.store.index_dir)
+        return IndexOwnership(settings.store.index_dir, wait_s=index.index_lock_wait)
     in_memory = str(index.qdrant_path) == ":memory:"  # qdrant-client's in-memory local mode: one process by nature
     if index.index_backend == "qdrant" and index.qdrant_url is None and index.qdrant_path is not None and not in_memory:
-        return IndexOwnership(index.qdrant_path)
+        return IndexOwnership(index.qdrant_path, wait_s=index.index_lock_wait)
     return None
 
 

@@ -6,6 +6,7 @@ Runs on the real engine: SQLite, Qdrant Edge, the shipped all-MiniLM-L6-v2 model
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -179,6 +180,47 @@ def test_search_and_a_small_reingest_never_import_torch(tmp_path: Path, corpus: 
     out, proc = cli_subprocess("--data-dir", str(data), "search", "tidal bore estuary", "--mode", "hybrid", "--json")
     assert proc == {"code": 0, "heavy": []}
     assert out["hits"][0]["filename"] == "tides.txt"
+
+
+RAGINDEX = [sys.executable, "-c", "from ragindex.cli import main; main()"]
+
+
+def test_one_shot_searches_started_together_all_answer(tmp_path: Path, corpus: Path) -> None:
+    """The embedded index has one owner process at a time: the others wait for it (RAGINDEX_INDEX_LOCK_WAIT, 5 s
+    by default) instead of failing with exit code 4, as two of three did."""
+    data = tmp_path / "data"
+    assert cli("ingest", str(corpus), "--json", data_dir=data)[0] == 0
+    query = ["--data-dir", str(data), "search", "spring and neap tides", "--json"]
+    procs = [subprocess.Popen([*RAGINDEX, *query], stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(3)]
+    outcomes = [(*proc.communicate(timeout=120), proc.returncode) for proc in procs]
+    for out, err, code in outcomes:
+        assert code == 0, err.decode()
+        assert json.loads(out)["hits"][0]["filename"] == "tides.txt"
+
+
+def test_a_search_that_waited_in_vain_names_the_holder_and_the_wait(tmp_path: Path, corpus: Path) -> None:
+    data = tmp_path / "data"
+    assert cli("ingest", str(corpus), "--json", data_dir=data)[0] == 0
+    hold = (
+        "import sys, time\n"
+        "from ragindex.config import Settings\n"
+        "from ragindex.engine import Engine\n"
+        "engine = Engine(Settings(data_dir=sys.argv[1]))\n"
+        "engine.search('tides', user_id=1, set_id=1)\n"  # opens the index: the lock is held from here
+        "print('holding', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(data)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
+        env = {**os.environ, "RAGINDEX_INDEX_LOCK_WAIT": "1"}
+        done = subprocess.run([*RAGINDEX, "--data-dir", str(data), "search", "tides"], capture_output=True, env=env)
+        message = done.stderr.decode()
+        assert done.returncode == 4, message
+        assert f"in use by process {holder.pid}" in message and "(waited 1 s)" in message, message
+    finally:
+        holder.kill()
+        holder.communicate()
 
 
 @pytest.mark.parametrize(

@@ -71,6 +71,15 @@ class IndexSettings(SettingsSection):
     optimize_min_points: int = Field(
         20000, ge=0, description="After an ingest, optimise (build HNSW) a shard once it has this many points."
     )
+    index_lock_wait: float = Field(
+        5.0,
+        ge=0,
+        le=3600,
+        description="Seconds a process waits for another process to let go of the embedded index (Qdrant Edge, "
+        "qdrant-client's local path: one owner process at a time) before it fails naming that process: two "
+        "one-shot `ragindex search` started together both answer. 0: fail at once. Never waits on an Engine of "
+        "the same process.",
+    )
 
     @model_validator(mode="after")
     def _check_index_backend(self) -> Self:

@@ -23,6 +23,9 @@ from ragindex.errors import IndexLockedError
 
 log = logging.getLogger(__name__)
 
+POLL_S = 0.05
+"""How often a process waiting for the index lock tries again."""
+
 LOCK_FILE = "owner.lock"
 OWNER_FILE = "owner.json"
 
@@ -39,10 +42,13 @@ class IndexOwnership:
 
     Args:
         root: The index directory (``<data_dir>/index`` for Qdrant Edge, the qdrant-client local path).
+        wait_s: How long :meth:`acquire` waits for another process to let go (``RAGINDEX_INDEX_LOCK_WAIT``); 0
+            fails at once.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, wait_s: float = 0.0) -> None:
         self.root = root
+        self.wait_s = wait_s
         self._fd: int | None = None
         self._mutex = threading.Lock()
 
@@ -54,6 +60,9 @@ class IndexOwnership:
     def acquire(self) -> None:
         """Take the lock (once; again is a no-op), then record this process in ``owner.json``.
 
+        Another process's lock is waited for up to ``wait_s`` seconds (a one-shot search holds it for well under a
+        second), polled every :data:`POLL_S`; a lock of this same process is never waited for.
+
         Raises:
             IndexLockedError: Another process holds it; the message names that process and what to do.
         """
@@ -62,11 +71,16 @@ class IndexOwnership:
                 return
             self.root.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.root / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as exc:
-                os.close(fd)
-                raise IndexLockedError(self.locked_message(), path=str(self.root)) from exc
+            deadline = time.monotonic() + self.wait_s
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as exc:
+                    if time.monotonic() >= deadline or self._held_here():
+                        os.close(fd)
+                        raise IndexLockedError(self.locked_message(), path=str(self.root)) from exc
+                    time.sleep(POLL_S)
             self._fd = fd
             record = {
                 "pid": os.getpid(),
@@ -92,6 +106,11 @@ class IndexOwnership:
             os.close(self._fd)
             self._fd = None
 
+    def _held_here(self) -> bool:
+        """Whether the holder's record names this process (another Engine of it: waiting would never end)."""
+        info = self.owner()
+        return info.get("pid") == os.getpid() and info.get("host") == socket.gethostname()
+
     def owner(self) -> dict[str, object]:
         """The holder's record (pid, host, command, since); empty when there is none or it cannot be read."""
         try:
@@ -103,7 +122,7 @@ class IndexOwnership:
     def locked_message(self) -> str:
         """Why this process cannot use the index, naming the process that holds it."""
         info = self.owner()
-        if info.get("pid") == os.getpid() and info.get("host") == socket.gethostname():
+        if self._held_here():
             return (
                 f"the embedded index at {self.root} is held by another Engine of this same process (pid "
                 f"{info['pid']}); it allows one Engine per process and nothing was written. Share that one: pass it "
@@ -114,9 +133,10 @@ class IndexOwnership:
         holder = ""
         if info.get("pid"):
             holder = f" by process {info['pid']} ({info.get('command', '?')!r}, since {info.get('since', '?')})"
+        waited = f" (waited {self.wait_s:g} s)" if self.wait_s else ""
         return (
             f"the embedded index at {self.root} is in use{holder}; it allows one owner process and nothing was "
-            "written. Wait for that process or stop it, send requests to it (e.g. the running `ragindex serve` or "
-            "`ragindex watch --serve`), "
+            f"written{waited}. Wait for that process or stop it, send requests to it (e.g. the running `ragindex "
+            "serve` or `ragindex watch --serve`), "
             "or use a Qdrant server (RAGINDEX_INDEX_BACKEND=qdrant, RAGINDEX_QDRANT_URL) for several processes."
         )
