@@ -6,6 +6,8 @@ dialect differences stay in this package.
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
@@ -81,7 +83,9 @@ class SqlCore:
             if path and path != ":memory:":
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
             # pooled: a fresh SQLite connection (plus its pragmas) costs ~8 ms, a pooled one ~0.5 ms per transaction
-            engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, pool_size=8)
+            engine = create_engine(
+                url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_S}, pool_size=8
+            )
             event.listen(engine, "connect", _sqlite_pragmas)
             return engine
         try:
@@ -196,10 +200,33 @@ def new_id(primary_key: Any) -> int:
     return int(primary_key[0])
 
 
+SQLITE_BUSY_S = 30.0
+"""SQLite's busy timeout (``connect_args`` and ``PRAGMA busy_timeout``), also the bound of the WAL switch's retries."""
+
+
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cursor = dbapi_conn.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_S * 1000)}")
+    _switch_to_wal(cursor)
     cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA busy_timeout=30000")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
+
+
+def _switch_to_wal(cursor: Any) -> None:
+    """``PRAGMA journal_mode=WAL``, tried again while another connection makes the same switch.
+
+    On a new database the switch needs an exclusive lock, and a connection that holds a shared one while another
+    takes it can be answered "database is locked" without waiting out the busy timeout (waiting there could
+    deadlock): four processes opening a new truth store at the same moment failed once in a whole suite
+    (``tests/contract/test_claim_contention.py``, "database is locked" from this pragma).
+    """
+    deadline = time.monotonic() + SQLITE_BUSY_S
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
