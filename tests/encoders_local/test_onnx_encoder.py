@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -191,6 +192,14 @@ def test_light_encoder_off_keeps_torch_for_everything() -> None:
     assert isinstance(off.heavy, CheckedDenseEncoder) and isinstance(off.heavy.inner, SentenceTransformerDenseEncoder)
 
 
+def _exported(cache: Path, onnx: OnnxDenseEncoder) -> Path:
+    """An ONNX cache under ``cache`` whose model folder holds the export already (a link): the folder."""
+    folder = cache / onnx.model_file.parent.name
+    folder.mkdir(parents=True)
+    (folder / "model.onnx").symlink_to(onnx.model_file)
+    return folder
+
+
 def _light(settings: Settings) -> OnnxDenseEncoder:
     router = factory.build_dense_encoder(settings)
     assert isinstance(router, RoutedDenseEncoder)
@@ -246,9 +255,7 @@ def test_a_failed_int8_write_keeps_float32_queries_with_one_warning(
     tmp_path: Path, onnx: OnnxDenseEncoder, caplog: pytest.LogCaptureFixture
 ) -> None:
     cache = tmp_path / "onnx"
-    folder = cache / onnx.model_file.parent.name
-    folder.mkdir(parents=True)
-    (folder / "model.onnx").symlink_to(onnx.model_file)  # exported already
+    folder = _exported(cache, onnx)
     (folder / "model.int8.onnx").mkdir()  # the rename into place fails, even as root
     with caplog.at_level(logging.WARNING):
         light = _light(Settings(onnx_cache_dir=cache, query_precision="int8"))
@@ -281,9 +288,7 @@ def test_auto_encodes_queries_with_the_int8_copy_once_it_passed_its_check(
 def test_an_int8_copy_that_strays_from_float32_is_used_only_when_int8_is_asked_for(
     tmp_path: Path, onnx: OnnxDenseEncoder, caplog: pytest.LogCaptureFixture
 ) -> None:
-    folder = tmp_path / "onnx" / onnx.model_file.parent.name
-    folder.mkdir(parents=True)
-    (folder / "model.onnx").symlink_to(onnx.model_file)
+    folder = _exported(tmp_path / "onnx", onnx)
     int8 = _light(Settings(onnx_cache_dir=tmp_path / "onnx", query_precision="int8")).query_file
     assert int8 == folder / "model.int8.onnx"
     # the figures a copy that breaks the model would have kept (per-tensor scales on MiniLM: mean 0.959)
@@ -310,9 +315,7 @@ def test_an_int8_copy_that_strays_from_float32_is_used_only_when_int8_is_asked_f
 def test_auto_with_a_cache_it_cannot_write_keeps_float32_queries_without_a_warning(
     tmp_path: Path, onnx: OnnxDenseEncoder, caplog: pytest.LogCaptureFixture
 ) -> None:
-    folder = tmp_path / "onnx" / onnx.model_file.parent.name
-    folder.mkdir(parents=True)
-    (folder / "model.onnx").symlink_to(onnx.model_file)
+    folder = _exported(tmp_path / "onnx", onnx)
     (folder / "model.int8.onnx").mkdir()  # the rename into place fails, even as root
     with caplog.at_level(logging.WARNING):
         light = _light(Settings(onnx_cache_dir=tmp_path / "onnx"))
@@ -323,9 +326,7 @@ def test_auto_with_a_cache_it_cannot_write_keeps_float32_queries_without_a_warni
 def test_a_damaged_int8_copy_is_written_again(
     tmp_path: Path, onnx: OnnxDenseEncoder, caplog: pytest.LogCaptureFixture
 ) -> None:
-    folder = tmp_path / "onnx" / onnx.model_file.parent.name
-    folder.mkdir(parents=True)
-    (folder / "model.onnx").symlink_to(onnx.model_file)
+    folder = _exported(tmp_path / "onnx", onnx)
     (folder / "model.int8.onnx").write_bytes(onnx.model_file.with_name("model.int8.onnx").read_bytes()[:100_000])
     with caplog.at_level(logging.WARNING):
         light = _light(Settings(onnx_cache_dir=tmp_path / "onnx"))
@@ -346,9 +347,7 @@ quantize_onnx(Path(sys.argv[1]), Path(sys.argv[2]))
 
 def test_processes_that_quantize_at_once_all_get_the_int8_copy(tmp_path: Path, onnx: OnnxDenseEncoder) -> None:
     """The quantizer's shape-inferred graph has a fixed name beside its input: processes deleted each other's."""
-    folder = tmp_path / "onnx"
-    folder.mkdir()
-    (folder / "model.onnx").symlink_to(onnx.model_file)
+    folder = _exported(tmp_path / "onnx", onnx)
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", QUANTIZE, str(folder / "model.onnx"), str(folder / "model.int8.onnx")],
@@ -360,11 +359,5 @@ def test_processes_that_quantize_at_once_all_get_the_int8_copy(tmp_path: Path, o
     errors = [proc.communicate(timeout=300)[1] for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0, 0], errors
     assert sorted(p.name for p in folder.iterdir()) == ["model.int8.onnx", "model.onnx"]  # nothing left behind
-    int8 = OnnxDenseEncoder(
-        onnx.layout,
-        onnx.model_file,
-        fingerprint=onnx.fingerprint,
-        languages=onnx.languages,
-        query_model_file=folder / "model.int8.onnx",
-    )
+    int8 = replace(onnx, query_model_file=folder / "model.int8.onnx")
     assert np.sum(int8.encode_queries(["slow start"]) * onnx.encode_queries(["slow start"])) > 0.95
