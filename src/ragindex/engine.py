@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ragindex.chunking.protocol import Chunker
     from ragindex.encoders.cached import CachedDenseEncoder
     from ragindex.encoders.protocol import DenseEncoder
+    from ragindex.encoders.query_warmup import QueryWarmUp
     from ragindex.index.protocol import VectorIndex
     from ragindex.loaders.isolated import IsolatedParser
     from ragindex.metadata import FieldType
@@ -61,6 +62,11 @@ class Engine(ChunkEditing, Maintenance, Closing):
         warm_queries: Build the dense query runtime (the light encoder's ONNX Runtime session) on a daemon thread
             from the start, while the store and the index open: a one-shot search (``ragindex search``) then
             finds it ready instead of building it after them. No-op when dense is not a recall source.
+        search_only: The process only searches (the one-shot ``ragindex search``): a SQLite truth store opens
+            through the standard library for the calls a search makes, without importing SQLAlchemy, and any
+            other call opens the full store on first use (:func:`ragindex.factory.build_search_store`).
+        query_warm_up: A warm-up of the dense query encoder started earlier, whose encoder this engine uses (the
+            CLI starts it before it imports this module; :func:`ragindex.encoders.query_warmup.start_query_warm_up`).
 
     Use as a context manager, or call :meth:`close`: the embedded index is owned by one process.
     """
@@ -71,15 +77,18 @@ class Engine(ChunkEditing, Maintenance, Closing):
         *,
         index_wrapper: Callable[[VectorIndex], VectorIndex] | None = None,
         warm_queries: bool = False,
+        search_only: bool = False,
+        query_warm_up: QueryWarmUp | None = None,
     ) -> None:
         self.settings = settings or Settings()
         self._dense: DenseEncoder | None = None
         self._parts_lock = threading.Lock()  # threads sharing one Engine (the service) build each part once
-        self.query_warm_up: threading.Thread | None = None  # building the query runtime (``warm_queries``)
-        if warm_queries and self._dense_recalled():
-            self.query_warm_up = threading.Thread(target=self._warm_queries, name="ragindex-query-warm-up", daemon=True)
-            self.query_warm_up.start()
-        self.store = factory.build_store(self.settings)
+        if query_warm_up is None and warm_queries:
+            from ragindex.encoders.query_warmup import start_query_warm_up
+
+            query_warm_up = start_query_warm_up(self.settings)
+        self.query_warm_up = query_warm_up  # building the dense query encoder and its runtime, if asked
+        self.store = factory.build_search_store(self.settings) if search_only else factory.build_store(self.settings)
         self.sparse = factory.build_sparse_encoders(self.settings)
         self.collections = CollectionCatalog(
             self.store,
@@ -133,7 +142,10 @@ class Engine(ChunkEditing, Maintenance, Closing):
                 self.owner.unlock()
             if self._parser is not None:
                 self._parser.close()
-            for encoder in (self._dense, *self.sparse.values()):
+            dense = self._dense
+            if dense is None and self.query_warm_up is not None:  # built by the warm-up, never asked for
+                dense = self.query_warm_up.built
+            for encoder in (dense, *self.sparse.values()):
                 close = getattr(encoder, "close", None)
                 if callable(close):
                     close()
@@ -166,28 +178,6 @@ class Engine(ChunkEditing, Maintenance, Closing):
                     setattr(self, attr, part)
         return part
 
-    def _dense_recalled(self) -> bool:
-        """Whether searches may use the dense source (``RAGINDEX_RECALL_ENABLED_SOURCES`` unset or naming it)."""
-        from ragindex.config.sources import parse_sources
-
-        enabled = self.settings.recall_enabled_sources
-        try:
-            return enabled is None or VectorKind.DENSE in parse_sources(enabled)
-        except ValueError:  # the search itself reports the bad setting
-            return False
-
-    def _warm_queries(self) -> None:
-        """Build the query encoder's runtime (:attr:`dense`'s ``prepare_queries``); a failure only logs.
-
-        The search then waits for a build under way (the encoder's own lock) and raises a failure with its context.
-        """
-        try:
-            prepare = getattr(self.dense, "prepare_queries", None)
-            if callable(prepare):
-                prepare()
-        except Exception as exc:
-            log.debug("warming the query encoder failed: %s", exc)
-
     def _build_index(self) -> VectorIndex:
         self.owner.lock()  # an embedded index has one owner process: fail here, naming it, before opening
         index = factory.build_index(self.settings, self.owner.ownership)
@@ -201,7 +191,12 @@ class Engine(ChunkEditing, Maintenance, Closing):
     @property
     def dense(self) -> DenseEncoder:
         """The dense encoder (the model loads on the first encode)."""
-        return self._part("_dense", lambda: factory.build_dense_encoder(self.settings))
+        return self._part("_dense", self._build_dense)
+
+    def _build_dense(self) -> DenseEncoder:
+        if self.query_warm_up is not None:  # built on the warm-up's thread (its runtime may still be building)
+            return self.query_warm_up.encoder()
+        return factory.build_dense_encoder(self.settings)
 
     @property
     def reranker(self) -> Reranker:

@@ -12,6 +12,7 @@ from sqlalchemy import text
 from ragindex.store import schema
 from ragindex.store.migrations import apply_migrations
 from ragindex.store.sql import SqlTruthStore
+from ragindex.store.sqlite_search import SqliteSearchStore
 from ragindex.testing.contracts.claim_owners import ClaimOwnerContract
 from ragindex.testing.contracts.inspection import DocumentInspectionContract
 from ragindex.testing.contracts.parsed_documents import ParsedDocumentContract
@@ -31,6 +32,18 @@ class TestSqliteTruthStore(
     @pytest.fixture
     def store(self, sqlite_url: str) -> Iterator[SqlTruthStore]:
         store = SqlTruthStore(sqlite_url)
+        yield store
+        store.close()
+
+
+class TestSqliteSearchStore(TruthStoreContract, ClaimOwnerContract, ScoreStatsContract):
+    """The one-shot search's store: its reads and score windows on ``sqlite3``, every other call the full store's."""
+
+    @pytest.fixture
+    def store(self, sqlite_url: str) -> Iterator[SqliteSearchStore]:
+        SqlTruthStore(sqlite_url).close()  # creates the database (the search store opens only an existing one)
+        store = SqliteSearchStore.open(sqlite_url, lambda: SqlTruthStore(sqlite_url))
+        assert store is not None
         yield store
         store.close()
 

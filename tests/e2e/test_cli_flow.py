@@ -139,10 +139,18 @@ def test_noop_run_loads_no_model_and_parses_nothing(tmp_path: Path, corpus: Path
 CLI_IN_SUBPROCESS = (
     "import json, os, sys\n"
     "from ragindex.cli import main\n"
+    "from ragindex.encoders import query_warmup\n"
     "sys.argv = ['ragindex', *json.loads(sys.argv[1])]\n"
+    "warm_up = query_warmup.QueryWarmUp.__init__\n"
+    "before_warm_up = []\n"
+    "def started(self, build):\n"  # what the process had imported when the query encoder's warm-up started
+    "    before_warm_up.extend(m for m in ('ragindex.engine', 'sqlalchemy') if m in sys.modules)\n"
+    "    warm_up(self, build)\n"
+    "query_warmup.QueryWarmUp.__init__ = started\n"
     "def report(code):\n"
-    "    heavy = [m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules]\n"
-    "    sys.stderr.write('\\n' + json.dumps({'code': code, 'heavy': heavy}) + '\\n')\n"
+    "    heavy = [m for m in ('torch', 'sentence_transformers', 'transformers', 'sqlalchemy') if m in sys.modules]\n"
+    "    out = {'code': code, 'heavy': heavy, 'before_warm_up': before_warm_up}\n"
+    "    sys.stderr.write('\\n' + json.dumps(out) + '\\n')\n"
     "    sys.stderr.flush()\n"
     "_exit = os._exit\n"
     "def exiting(code):\n"  # a search leaves the index open and ends with os._exit (cli.app.leave)
@@ -159,7 +167,8 @@ CLI_IN_SUBPROCESS = (
 
 
 def cli_subprocess(*args: str) -> tuple[Any, dict[str, Any]]:
-    """Run the CLI in a fresh process: (its JSON output, {'code', 'heavy': the heavy modules it imported})."""
+    """Run the CLI in a fresh process: (its JSON output, {'code', 'heavy': the heavy modules it imported,
+    'before_warm_up': the engine and SQLAlchemy, if imported when a query encoder's warm-up started})."""
     done = subprocess.run(
         [sys.executable, "-c", CLI_IN_SUBPROCESS, json.dumps(args)], capture_output=True, text=True, check=True
     )
@@ -167,18 +176,22 @@ def cli_subprocess(*args: str) -> tuple[Any, dict[str, Any]]:
 
 
 def test_search_and_a_small_reingest_never_import_torch(tmp_path: Path, corpus: Path) -> None:
-    """The light encoder (ONNX Runtime, exported into the session's ONNX cache by the first ingest) does both."""
+    """The light encoder (ONNX Runtime, exported into the session's ONNX cache by the first ingest) does both.
+
+    A one-shot search also leaves SQLAlchemy out (its store is SQLite through the standard library), and starts
+    building its query encoder before it imports the engine.
+    """
     data = tmp_path / "data"
     assert cli("ingest", str(corpus), "--json", data_dir=data)[0] == 0
     out, proc = cli_subprocess("--data-dir", str(data), "search", "spring and neap tides", "--mode", "dense", "--json")
-    assert proc == {"code": 0, "heavy": []}
+    assert proc == {"code": 0, "heavy": [], "before_warm_up": []}
     assert out["hits"][0]["filename"] == "tides.txt"
     (corpus / "tides.txt").write_text(DOCS["tides.txt"] + "\n\nTidal bores run upriver where a funnel-shaped estuary")
     report, proc = cli_subprocess("--data-dir", str(data), "ingest", str(corpus), "--json")
-    assert proc == {"code": 0, "heavy": []}
+    assert proc == {"code": 0, "heavy": ["sqlalchemy"], "before_warm_up": []}
     assert report["documents"]["changed"] == 1 and report["chunks"]["embedded"] >= 1
     out, proc = cli_subprocess("--data-dir", str(data), "search", "tidal bore estuary", "--mode", "hybrid", "--json")
-    assert proc == {"code": 0, "heavy": []}
+    assert proc == {"code": 0, "heavy": [], "before_warm_up": []}
     assert out["hits"][0]["filename"] == "tides.txt"
 
 

@@ -196,13 +196,21 @@ def load_settings(**overrides: Any) -> Settings:
 def engine_for(*, read_only: bool = False, warm_queries: bool = False, **overrides: Any) -> Iterator[Engine]:
     """An Engine for one command, always closed.
 
-    ``read_only`` (a command that only reads, e.g. search): when the process ends right after the command, the
-    embedded index is left open for the process's end (see ``Engine.close(process_exit=True)``).
-    ``warm_queries``: the command will encode a query (see :class:`~ragindex.engine.Engine`).
+    ``read_only`` (a command that only searches): the truth store opens for searching (``Engine(search_only=True)``),
+    and when the process ends right after the command, the embedded index is left open for the process's end (see
+    ``Engine.close(process_exit=True)``).
+    ``warm_queries``: the command will encode a query: the encoder and its runtime are built on a thread started
+    before the engine's modules are imported (see :mod:`ragindex.encoders.query_warmup`).
     """
+    settings = load_settings(**overrides)
+    warm_up = None
+    if warm_queries:
+        from ragindex.encoders.query_warmup import start_query_warm_up
+
+        warm_up = start_query_warm_up(settings)
     from ragindex.engine import Engine
 
-    engine = Engine(load_settings(**overrides), warm_queries=warm_queries)
+    engine = Engine(settings, search_only=read_only, query_warm_up=warm_up)
     try:
         yield engine
     finally:

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, func, or_, select
 
 from ragindex.errors import NotFoundError
-from ragindex.store import schema
-from ragindex.store.records import CHUNK_COLUMNS, ChunkRow, ChunkText, ChunkView, JsonObject, SectionText
-from ragindex.store.sql.core import CH, DOC, KINDS, SQL_IN_BATCH, SqlCore, batches, given, status_col
+from ragindex.store import schema, search_reads
+from ragindex.store.records import ChunkRow, ChunkText, ChunkView, SectionText
+from ragindex.store.sql.core import CH, DOC, KINDS, SqlCore, batches, given, status_col
 from ragindex.store.sql.rows import chunk_row
 from ragindex.store.states import IndexStatus, Lifecycle
 from ragindex.types import Unit
@@ -37,19 +37,8 @@ class SqlChunkReads(SqlCore):
         search builds the rows of the hits it returns, not of every candidate; a document's metadata is decoded
         at most once per call (:class:`~ragindex.store.records.JsonObject`).
         """
-        views: dict[str, ChunkView] = {}
-        docs: dict[int, tuple[str, str, Mapping[str, Any]]] = {}
-        ids, parts = list(chunk_ids), list(dict.fromkeys(sections))
-        width = len(CHUNK_COLUMNS)
         with self._errors():
-            for start in range(0, max(len(ids), len(parts)), SQL_IN_BATCH):
-                end = start + SQL_IN_BATCH
-                for r in self._search_sql.backfill(ids[start:end], parts[start:end], Lifecycle.ACTIVE.value):
-                    doc = docs.get(r[1])
-                    if doc is None:
-                        doc = docs[r[1]] = (r[width], r[width + 1], JsonObject.of(r[width + 2]))
-                    views[r[0]] = ChunkView(r, *doc)
-        return views
+            return search_reads.backfill(self._search_sql, chunk_ids, sections)
 
     def chunk_sections(self, chunk_ids: Sequence[str]) -> dict[str, tuple[str, int]]:
         """chunk_id -> (section_id, chunk_index) of the ACTIVE chunks among ``chunk_ids`` that have a section.
@@ -57,12 +46,8 @@ class SqlChunkReads(SqlCore):
         What fusion needs to map a lexical source's sections to the chunks dense found (two narrow columns of
         at most ``candidates`` rows, through the primary key), instead of reading every section's chunks.
         """
-        out: dict[str, tuple[str, int]] = {}
         with self._errors():
-            for part in batches(list(chunk_ids)):
-                rows = self._search_sql.sections_of(part, Lifecycle.ACTIVE.value)
-                out.update({chunk_id: (section_id, int(index)) for chunk_id, section_id, index in rows})
-        return out
+            return search_reads.chunk_sections(self._search_sql, chunk_ids)
 
     def get_tenant_chunk(self, chunk_id: str, *, user_id: int) -> ChunkRow:
         """An ACTIVE chunk of ``user_id``; NotFoundError for unknown, deleted or another tenant's ids alike."""
@@ -105,14 +90,8 @@ class SqlChunkReads(SqlCore):
 
     def section_chunks(self, section_ids: Sequence[str]) -> dict[str, list[ChunkText]]:
         """section_id -> its ACTIVE chunks in document order (sections without live chunks are absent)."""
-        out: dict[str, list[ChunkText]] = {}
         with self._errors():
-            for part in batches(list(dict.fromkeys(section_ids))):
-                for section_id, chunk_id, content, start_line, end_line in self._search_sql.members(
-                    part, Lifecycle.ACTIVE.value
-                ):
-                    out.setdefault(section_id, []).append(ChunkText(chunk_id, content, start_line, end_line))
-        return out
+            return search_reads.section_chunks(self._search_sql, section_ids)
 
     def section_texts(self, doc_ids: Sequence[int]) -> list[SectionText]:
         """The ACTIVE sections of these documents, each with its ACTIVE chunks' texts, in document order.

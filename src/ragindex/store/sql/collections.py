@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlalchemy import delete, insert, select, update
 
 from ragindex.clock import utcnow
-from ragindex.store import schema
+from ragindex.store import schema, search_reads
 from ragindex.store.records import IndexMeta
 from ragindex.store.sql.core import SqlCore
 from ragindex.store.sql.rows import meta_row
@@ -33,7 +33,7 @@ class SqlCollections(SqlCore):
     def active_collections(self) -> list[str]:
         """The names of the ACTIVE collections (one read of one column: every search asks)."""
         with self._errors():
-            return [name for (name,) in self._search_sql.active_collections(CollectionState.ACTIVE.value)]
+            return search_reads.active_collections(self._search_sql)
 
     def put_index_meta(self, meta: IndexMeta) -> None:
         """Insert or replace a collection's metadata."""

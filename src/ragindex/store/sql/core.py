@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import ColumnElement, Connection, Engine, Table, create_engine, event, insert
 from sqlalchemy.exc import SQLAlchemyError
@@ -22,14 +22,13 @@ from ragindex._optional import EXTRAS, missing_extra
 from ragindex.errors import ConfigurationError, StoreError, ValidationError
 from ragindex.store import schema
 from ragindex.store.migrations import MIGRATIONS, Migration, apply_migrations
+from ragindex.store.search_reads import batches as batches  # re-exported: every role module batches its IN-lists
 from ragindex.types import VectorKind
 
 if TYPE_CHECKING:
     from ragindex.store.sql.search_sql import SearchSql
 
-_T = TypeVar("_T")
 KINDS: tuple[VectorKind, ...] = tuple(VectorKind)
-SQL_IN_BATCH = 500  # bound IN-lists (SQLite's variable limit, server packet sizes)
 ERROR_CHARS = 4000  # error texts are cut to this many characters
 DOC = schema.documents.c
 CH = schema.chunks.c
@@ -152,12 +151,6 @@ class SqlCore:
     def close(self) -> None:
         """Release pooled connections."""
         self.engine.dispose()
-
-
-def batches(items: Sequence[_T], size: int = SQL_IN_BATCH) -> Iterator[Sequence[_T]]:
-    """``items`` in slices of at most ``size`` (one IN-list each)."""
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 def status_col(kind: str) -> Any:

@@ -69,7 +69,7 @@ class SqlDocuments(SqlCore):
 
         ``documents``: doc_id -> the document as its file parses now (or None); recorded as its parsed artifact if
         it has none of this text yet (a document ingested before artifacts were kept gets one when its file
-        changes). One UPDATE and one artifact lookup per :data:`~ragindex.store.sql.core.SQL_IN_BATCH` documents,
+        changes). One UPDATE and one artifact lookup per :data:`~ragindex.store.search_reads.SQL_IN_BATCH` documents,
         each batch its own transaction: a records file with one changed record among thousands moves the others
         in a few statements (a crash between batches leaves the old hash on the rest: the file is parsed again).
         """

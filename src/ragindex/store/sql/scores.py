@@ -9,7 +9,6 @@ key: the loser merges into the winner's row on its retry.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,19 +20,13 @@ from ragindex.errors import StoreError
 from ragindex.sketch import ScoreSketch
 from ragindex.store import schema
 from ragindex.store.records import ScoreBatch, ScoreWindow
+from ragindex.store.score_windows import merge_batch, stats_key
 from ragindex.store.sql.core import SqlCore, given
 from ragindex.store.sql.rows import record
 from ragindex.store.states import WindowState
 
 S = schema.score_stats.c
-FINGERPRINT_CHARS = 512
 _ATTEMPTS = 20  # each collision means another process opened the window: progress, not a livelock
-_QUANTILES = {"p10": 0.1, "p50": 0.5, "p90": 0.9}
-
-
-def stats_key(source: str, fingerprint: str) -> str:
-    """The primary key part naming one (source, fingerprint): sha256 of both (fingerprints can be long paths)."""
-    return hashlib.sha256(f"{source}\0{fingerprint}".encode()).hexdigest()
 
 
 class SqlScoreStats(SqlCore):
@@ -65,7 +58,6 @@ class SqlScoreStats(SqlCore):
 
     def _record_one(self, batch: ScoreBatch, window_queries: int, keep_windows: int) -> ScoreWindow | None:
         key = stats_key(batch.source, batch.fingerprint)
-        now = utcnow()
         with self._claim_tx() as conn:
             latest = conn.execute(
                 select(schema.score_stats)
@@ -74,62 +66,31 @@ class SqlScoreStats(SqlCore):
                 .limit(1)
                 .with_for_update()
             ).first()
-            top1, top10 = batch.top1.copy(), batch.top10.copy()
-            if latest is not None and latest.state == WindowState.OPEN:
-                number, queries, started = int(latest.window_no), int(latest.queries) + batch.queries, latest.started_at
-                top1.merge(ScoreSketch.from_dict(latest.top1))
-                top10.merge(ScoreSketch.from_dict(latest.top10))
-            else:
-                number, queries, started = (int(latest.window_no) + 1 if latest else 1), batch.queries, now
-            full = queries >= window_queries
-            is_reference = full and not self._has_reference(conn, key)
-            values: dict[str, Any] = {
-                "state": WindowState.CLOSED if full else WindowState.OPEN,
-                "is_reference": is_reference,
-                "queries": queries,
-                "top1": top1.to_dict(),
-                "top10": top10.to_dict(),
-                **_quantile_columns("top1", top1),
-                **_quantile_columns("top10", top10),
-                "updated_at": now,
-                "closed_at": now if full else None,
-            }
-            if latest is not None and number == int(latest.window_no):
-                conn.execute(update(schema.score_stats).where(S.stats_key == key, S.window_no == number).values(values))
+            write = merge_batch(
+                batch,
+                latest._mapping if latest is not None else None,
+                window_queries=window_queries,
+                has_reference=lambda: self._has_reference(conn, key),
+                now=utcnow(),
+            )
+            if write.new:
+                conn.execute(insert(schema.score_stats).values(write.row))
             else:
                 conn.execute(
-                    insert(schema.score_stats).values(
-                        stats_key=key,
-                        window_no=number,
-                        source=batch.source,
-                        fingerprint=batch.fingerprint[:FINGERPRINT_CHARS],
-                        started_at=started,
-                        **values,
+                    update(schema.score_stats)
+                    .where(S.stats_key == key, S.window_no == write.number)
+                    .values(write.changes())
+                )
+            if write.closed is not None:
+                conn.execute(
+                    delete(schema.score_stats).where(
+                        S.stats_key == key,
+                        S.state == WindowState.CLOSED,
+                        S.is_reference.is_(False),
+                        S.window_no <= write.number - keep_windows,
                     )
                 )
-            if not full:
-                return None
-            conn.execute(
-                delete(schema.score_stats).where(
-                    S.stats_key == key,
-                    S.state == WindowState.CLOSED,
-                    S.is_reference.is_(False),
-                    S.window_no <= number - keep_windows,
-                )
-            )
-        return ScoreWindow(
-            source=batch.source,
-            fingerprint=batch.fingerprint[:FINGERPRINT_CHARS],
-            window_no=number,
-            state=WindowState.CLOSED,
-            is_reference=is_reference,
-            queries=queries,
-            top1=top1,
-            top10=top10,
-            started_at=started,
-            updated_at=now,
-            closed_at=now,
-        )
+        return write.closed
 
     @staticmethod
     def _has_reference(conn: Connection, key: str) -> bool:
@@ -155,10 +116,6 @@ class SqlScoreStats(SqlCore):
                 delete(schema.score_stats).where(*given((S.source, source), (S.fingerprint, fingerprint)))
             )
         return int(result.rowcount or 0)
-
-
-def _quantile_columns(metric: str, sketch: ScoreSketch) -> dict[str, float | None]:
-    return {f"{metric}_{name}": sketch.quantile(q) for name, q in _QUANTILES.items()}
 
 
 def _window(m: Mapping[Any, Any]) -> ScoreWindow:

@@ -1,0 +1,155 @@
+"""The search path's reads of the truth store, free of SQLAlchemy: their SQL texts and what is made of the rows.
+
+A search reads the store four times: the ACTIVE collections, the sections of the dense candidates (fusion), the
+backfill of the fused candidates with their documents, and the chunks of the sections a hit's context needs. The
+texts are rendered once per dialect (its identifier quoting, its driver's placeholder) by :class:`SearchTexts`; a
+:class:`SearchQueries` runs them on a connection and returns plain tuples. Two run them: the SQL store's
+:class:`~ragindex.store.sql.search_sql.SearchSql` on its SQLAlchemy pool (every dialect), and the one-shot
+search's :class:`~ragindex.store.sqlite_search.SqliteSearchStore` on the standard library's ``sqlite3`` (a CLI search
+that never imports SQLAlchemy). The functions below turn the rows into the store's records for both, so the two
+cannot answer differently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import cache
+from typing import Any, Protocol, TypeVar
+
+from ragindex.store.records import CHUNK_COLUMNS, ChunkText, ChunkView, JsonObject
+from ragindex.store.states import CollectionState, Lifecycle
+
+SQL_IN_BATCH = 500  # bound IN-lists (SQLite's variable limit, server packet sizes)
+CHUNKS, DOCUMENTS, INDEX_META = "chunks", "documents", "index_meta"  # the tables' names (schema.py)
+
+_T = TypeVar("_T")
+
+
+def batches(items: Sequence[_T], size: int = SQL_IN_BATCH) -> Iterator[Sequence[_T]]:
+    """``items`` in slices of at most ``size`` (one IN-list each)."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class SearchQueries(Protocol):
+    """The search path's reads on one connection pool: rows as plain tuples."""
+
+    def active_collections(self, active: str) -> list[Any]:
+        """``(collection,)`` of the collections in state ``active``."""
+        ...
+
+    def backfill(self, chunk_ids: Sequence[str], sections: Sequence[str], live: str) -> list[Any]:
+        """Rows of ``chunk_ids`` and of the chunks of ``sections`` with lifecycle ``live``, their documents too."""
+        ...
+
+    def sections_of(self, chunk_ids: Sequence[str], live: str) -> list[Any]:
+        """``(chunk_id, section_id, chunk_index)`` of the ``live`` chunks among ``chunk_ids`` with a section."""
+        ...
+
+    def members(self, section_ids: Sequence[str], live: str) -> list[Any]:
+        """``(section_id, chunk_id, content, start_line, end_line)`` of the ``live`` chunks of ``section_ids``."""
+        ...
+
+
+class SearchTexts:
+    """The search path's SQL texts in one dialect; only the IN-lists vary (their placeholders cached per length).
+
+    Args:
+        quote: The dialect's identifier quoting.
+        mark: The driver's positional placeholder (``?`` or ``%s``).
+    """
+
+    def __init__(self, quote: Callable[[str], str], mark: str) -> None:
+        self.mark = mark
+        chunks, documents = quote(CHUNKS), quote(DOCUMENTS)
+        c = {name: f"c.{quote(name)}" for name in {*CHUNK_COLUMNS, "lifecycle_status"}}
+        d = {name: f"d.{quote(name)}" for name in ("doc_id", "source_uri", "filename", "metadata", "lifecycle_status")}
+        self._backfill = (
+            f"SELECT {', '.join(c[name] for name in CHUNK_COLUMNS)}, {d['source_uri']}, {d['filename']}, "
+            f"{d['metadata']} FROM {chunks} c JOIN {documents} d ON {d['doc_id']} = {c['doc_id']} "
+            f"WHERE ({{wanted}}) AND {c['lifecycle_status']} = {mark} AND {d['lifecycle_status']} = {mark}"
+        )
+        self._by_id = f"{c['chunk_id']} IN ({{}})"
+        self._by_section = f"{c['section_id']} IN ({{}})"
+        self._sections_of = (
+            f"SELECT {c['chunk_id']}, {c['section_id']}, {c['chunk_index']} FROM {chunks} c "
+            f"WHERE {c['chunk_id']} IN ({{}}) AND {c['lifecycle_status']} = {mark} "
+            f"AND {c['section_id']} IS NOT NULL"
+        )
+        self.active = (
+            f"SELECT {quote('collection')} FROM {quote(INDEX_META)} WHERE {quote('state')} = {mark} "
+            f"ORDER BY {quote('collection')}"
+        )
+        self._members = (
+            f"SELECT {c['section_id']}, {c['chunk_id']}, {c['content']}, {c['start_line']}, {c['end_line']} "
+            f"FROM {chunks} c WHERE {c['section_id']} IN ({{}}) AND {c['lifecycle_status']} = {mark} "
+            f"ORDER BY {c['doc_id']}, {c['chunk_index']}"
+        )
+
+    def backfill(self, chunk_ids: int, sections: int) -> str:
+        """The backfill of ``chunk_ids`` ids and of the chunks of ``sections`` sections.
+
+        Parameters: the ids, the sections, then the chunk's and the document's lifecycle.
+        """
+        wanted = []
+        if chunk_ids:
+            wanted.append(self._by_id.format(_marks(self.mark, chunk_ids)))
+        if sections:
+            wanted.append(self._by_section.format(_marks(self.mark, sections)))
+        return self._backfill.format(wanted=" OR ".join(wanted))
+
+    def sections_of(self, chunk_ids: int) -> str:
+        """The sections of ``chunk_ids`` ids (parameters: the ids, then the lifecycle)."""
+        return self._sections_of.format(_marks(self.mark, chunk_ids))
+
+    def members(self, section_ids: int) -> str:
+        """The chunks of ``section_ids`` sections (parameters: the ids, then the lifecycle)."""
+        return self._members.format(_marks(self.mark, section_ids))
+
+
+@cache
+def _marks(mark: str, count: int) -> str:
+    return ", ".join([mark] * count)
+
+
+def active_collections(queries: SearchQueries) -> list[str]:
+    """The names of the ACTIVE collections."""
+    return [name for (name,) in queries.active_collections(CollectionState.ACTIVE.value)]
+
+
+def backfill(queries: SearchQueries, chunk_ids: Sequence[str], sections: Sequence[str]) -> dict[str, ChunkView]:
+    """ACTIVE chunks (joined with their document) by id, and every ACTIVE chunk of ``sections``: no ghosts.
+
+    Each view keeps the row as read and builds its :class:`~ragindex.store.records.ChunkRow` on first use only; a
+    document's metadata is decoded at most once per call (:class:`~ragindex.store.records.JsonObject`).
+    """
+    views: dict[str, ChunkView] = {}
+    docs: dict[int, tuple[str, str, Mapping[str, Any]]] = {}
+    ids, parts = list(chunk_ids), list(dict.fromkeys(sections))
+    width = len(CHUNK_COLUMNS)
+    for start in range(0, max(len(ids), len(parts)), SQL_IN_BATCH):
+        end = start + SQL_IN_BATCH
+        for r in queries.backfill(ids[start:end], parts[start:end], Lifecycle.ACTIVE.value):
+            doc = docs.get(r[1])
+            if doc is None:
+                doc = docs[r[1]] = (r[width], r[width + 1], JsonObject.of(r[width + 2]))
+            views[r[0]] = ChunkView(r, *doc)
+    return views
+
+
+def chunk_sections(queries: SearchQueries, chunk_ids: Sequence[str]) -> dict[str, tuple[str, int]]:
+    """chunk_id -> (section_id, chunk_index) of the ACTIVE chunks among ``chunk_ids`` that have a section."""
+    out: dict[str, tuple[str, int]] = {}
+    for part in batches(list(chunk_ids)):
+        rows = queries.sections_of(part, Lifecycle.ACTIVE.value)
+        out.update({chunk_id: (section_id, int(index)) for chunk_id, section_id, index in rows})
+    return out
+
+
+def section_chunks(queries: SearchQueries, section_ids: Sequence[str]) -> dict[str, list[ChunkText]]:
+    """section_id -> its ACTIVE chunks in document order (sections without live chunks are absent)."""
+    out: dict[str, list[ChunkText]] = {}
+    for part in batches(list(dict.fromkeys(section_ids))):
+        for section_id, chunk_id, content, start_line, end_line in queries.members(part, Lifecycle.ACTIVE.value):
+            out.setdefault(section_id, []).append(ChunkText(chunk_id, content, start_line, end_line))
+    return out
