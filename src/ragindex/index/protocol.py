@@ -161,6 +161,13 @@ class VectorIndex(Protocol):
         """Whether the bucket's collection exists."""
         ...
 
+    def open_bucket(self, collection: str, bucket: int) -> None:
+        """Open an existing bucket ahead of its first query; a missing bucket is not created.
+
+        An embedded index loads its shard (a search would load it on its first query); a server has nothing to open.
+        """
+        ...
+
     def drop_collection(self, collection: str, bucket_count: int) -> None:
         """Delete every bucket of a logical collection."""
         ...

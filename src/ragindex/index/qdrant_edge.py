@@ -67,6 +67,10 @@ class QdrantEdgeIndex(QdrantSearch):
         name = physical_name(collection, bucket)
         return name in self._shards or (self.root / name / "edge_config.json").exists()
 
+    def open_bucket(self, collection: str, bucket: int) -> None:
+        """Load the bucket's shard now, if it exists (a search would load it on its first query)."""
+        self._shard(collection, bucket, write=False)
+
     def _shard(self, collection: str, bucket: int, *, create_dim: int | None = None, write: bool = True) -> Any | None:
         """The open shard of a bucket (opened on first use; created when ``create_dim`` is given).
 

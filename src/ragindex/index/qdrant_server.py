@@ -225,6 +225,9 @@ class QdrantServerIndex(QdrantSearch, Closing):
         name = physical_name(collection, bucket)
         return bool(self._call("collection check", lambda: self._client.collection_exists(name)))
 
+    def open_bucket(self, collection: str, bucket: int) -> None:
+        """Nothing to open ahead: the server holds its collections open."""
+
     def _ensure_collection(self, collection: str, bucket: int, dim: int) -> str:
         """Create the bucket's collection (and, on a server, its payload indexes) once per process."""
         from qdrant_client import models

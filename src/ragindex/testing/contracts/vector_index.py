@@ -156,6 +156,16 @@ class VectorIndexContract:
         assert isinstance(index.backend, str)
         assert index.backend
 
+    def test_opening_a_bucket_ahead_changes_nothing(self, index: VectorIndex) -> None:
+        """A missing bucket stays missing; an existing one answers as before."""
+        index.open_bucket(COLLECTION, BUCKET)
+        assert not index.has_bucket(COLLECTION, BUCKET)
+        index.upsert_dense(COLLECTION, BUCKET, _points())
+        before = index.search(COLLECTION, BUCKET, _dense_query(), _MAIN, limit=3)
+        index.open_bucket(COLLECTION, BUCKET)
+        assert index.search(COLLECTION, BUCKET, _dense_query(), _MAIN, limit=3) == before
+        assert index.count(COLLECTION, BUCKET) == len(_points())
+
     def test_upsert_creates_the_bucket(self, index: VectorIndex) -> None:
         """The first write creates the bucket; nothing else appears."""
         assert not index.has_bucket(COLLECTION, BUCKET)
