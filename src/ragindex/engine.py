@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _Part = TypeVar("_Part")
+WARM_UP_JOIN_S = 120.0  # how long close waits for a query warm-up still building (a torch model load included)
 
 
 class Engine(ChunkEditing, Maintenance, Closing):
@@ -142,6 +143,10 @@ class Engine(ChunkEditing, Maintenance, Closing):
                 self.owner.unlock()
             if self._parser is not None:
                 self._parser.close()
+            if self.query_warm_up is not None and not process_exit:
+                # a daemon thread still in ONNX Runtime's C++ when the interpreter exits aborts it (SIGABRT), e.g.
+                # one quantizing the int8 query copy for a search that returned before it needed the encoder
+                self.query_warm_up.join(WARM_UP_JOIN_S)
             dense = self._dense
             if dense is None and self.query_warm_up is not None:  # built by the warm-up, never asked for
                 dense = self.query_warm_up.built
