@@ -48,6 +48,11 @@ class RandomUnitEncoder:
     def dimension(self) -> int:
         return self._dimension
 
+    @property
+    def languages(self) -> Any:
+        """The real model's scripts (the language guard of the set's fusion calibration asks)."""
+        return self._real.languages
+
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
         out = self._rng.standard_normal((len(texts), self._dimension)).astype(np.float32)
         out /= np.linalg.norm(out, axis=1, keepdims=True)

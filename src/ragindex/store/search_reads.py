@@ -3,11 +3,11 @@
 A search reads the store four times: the ACTIVE collections, the sections of the dense candidates (fusion), the
 backfill of the fused candidates with their documents, and the chunks of the sections a hit's context needs. The
 texts are rendered once per dialect (its identifier quoting, its driver's placeholder) by :class:`SearchTexts`; a
-:class:`SearchQueries` runs them on a connection and returns plain tuples. Two run them: the SQL store's
-:class:`~ragindex.store.sql.search_sql.SearchSql` on its SQLAlchemy pool (every dialect), and the one-shot
-search's :class:`~ragindex.store.sqlite_search.SqliteSearchStore` on the standard library's ``sqlite3`` (a CLI search
-that never imports SQLAlchemy). The functions below turn the rows into the store's records for both, so the two
-cannot answer differently.
+:class:`TextQueries` runs them on a connection and returns plain tuples. Two do: the SQL store's
+:class:`~ragindex.store.sql.search_sql.SearchSql` on its SQLAlchemy pool (every dialect), and the one-shot search's
+:class:`~ragindex.store.sqlite_search.SqliteSearchStore` on the standard library's ``sqlite3`` (a CLI search that
+never imports SQLAlchemy). The functions below turn the rows into the store's records for both, so the two cannot
+answer differently.
 """
 
 from __future__ import annotations
@@ -105,6 +105,36 @@ class SearchTexts:
     def members(self, section_ids: int) -> str:
         """The chunks of ``section_ids`` sections (parameters: the ids, then the lifecycle)."""
         return self._members.format(_marks(self.mark, section_ids))
+
+
+class TextQueries:
+    """:class:`SearchQueries` by :class:`SearchTexts`: a subclass runs one text with its parameters (``_read``).
+
+    Args:
+        texts: The texts in the subclass's dialect.
+    """
+
+    def __init__(self, texts: SearchTexts) -> None:
+        self.texts = texts
+
+    def _read(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        raise NotImplementedError
+
+    def active_collections(self, active: str) -> list[Any]:
+        """``(collection,)`` of the collections in state ``active``."""
+        return self._read(self.texts.active, (active,))
+
+    def backfill(self, chunk_ids: Sequence[str], sections: Sequence[str], live: str) -> list[Any]:
+        """Rows of ``chunk_ids`` and of the chunks of ``sections`` with lifecycle ``live``, their documents too."""
+        return self._read(self.texts.backfill(len(chunk_ids), len(sections)), (*chunk_ids, *sections, live, live))
+
+    def sections_of(self, chunk_ids: Sequence[str], live: str) -> list[Any]:
+        """``(chunk_id, section_id, chunk_index)`` of the ``live`` chunks among ``chunk_ids`` with a section."""
+        return self._read(self.texts.sections_of(len(chunk_ids)), (*chunk_ids, live))
+
+    def members(self, section_ids: Sequence[str], live: str) -> list[Any]:
+        """``(section_id, chunk_id, content, start_line, end_line)`` of the ``live`` chunks of ``section_ids``."""
+        return self._read(self.texts.members(len(section_ids)), (*section_ids, live))
 
 
 @cache

@@ -282,24 +282,15 @@ class SqliteSearchStore:
             cursor.execute("COMMIT")
 
 
-class _Queries:
+class _Queries(search_reads.TextQueries):
     """The search path's reads (:class:`~ragindex.store.search_reads.SearchQueries`) on the store's connection."""
 
     def __init__(self, store: SqliteSearchStore) -> None:
-        self._read = store._read
-        self.texts = search_reads.SearchTexts(lambda name: f'"{name}"', "?")
+        super().__init__(search_reads.SearchTexts(lambda name: f'"{name}"', "?"))
+        self._store_read = store._read
 
-    def active_collections(self, active: str) -> list[Any]:
-        return self._read(self.texts.active, (active,))
-
-    def backfill(self, chunk_ids: Sequence[str], sections: Sequence[str], live: str) -> list[Any]:
-        return self._read(self.texts.backfill(len(chunk_ids), len(sections)), (*chunk_ids, *sections, live, live))
-
-    def sections_of(self, chunk_ids: Sequence[str], live: str) -> list[Any]:
-        return self._read(self.texts.sections_of(len(chunk_ids)), (*chunk_ids, live))
-
-    def members(self, section_ids: Sequence[str], live: str) -> list[Any]:
-        return self._read(self.texts.members(len(section_ids)), (*section_ids, live))
+    def _read(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        return self._store_read(sql, params)
 
 
 @contextmanager

@@ -13,16 +13,15 @@ as the driver gives them (text, or a dict from drivers that decode JSON themselv
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
-from ragindex.store.search_reads import SearchTexts
+from ragindex.store.search_reads import SearchTexts, TextQueries
 
 
-class SearchSql:
+class SearchSql(TextQueries):
     """The search path's reads on one engine's pool (:class:`~ragindex.store.search_reads.SearchQueries`).
 
     Args:
@@ -30,26 +29,10 @@ class SearchSql:
     """
 
     def __init__(self, engine: Engine) -> None:
+        mark = "?" if engine.dialect.paramstyle == "qmark" else "%s"
+        super().__init__(SearchTexts(engine.dialect.identifier_preparer.quote, mark))
         self.engine = engine
         self._driver_error: type[Exception] = engine.dialect.loaded_dbapi.Error
-        mark = "?" if engine.dialect.paramstyle == "qmark" else "%s"
-        self.texts = SearchTexts(engine.dialect.identifier_preparer.quote, mark)
-
-    def active_collections(self, active: str) -> list[Any]:
-        """``(collection,)`` of the collections in state ``active``."""
-        return self._read(self.texts.active, (active,))
-
-    def backfill(self, chunk_ids: Sequence[str], sections: Sequence[str], live: str) -> list[Any]:
-        """Rows of ``chunk_ids`` and of the chunks of ``sections`` with lifecycle ``live``, their documents too."""
-        return self._read(self.texts.backfill(len(chunk_ids), len(sections)), (*chunk_ids, *sections, live, live))
-
-    def sections_of(self, chunk_ids: Sequence[str], live: str) -> list[Any]:
-        """``(chunk_id, section_id, chunk_index)`` of the ``live`` chunks among ``chunk_ids`` with a section."""
-        return self._read(self.texts.sections_of(len(chunk_ids)), (*chunk_ids, live))
-
-    def members(self, section_ids: Sequence[str], live: str) -> list[Any]:
-        """``(section_id, chunk_id, content, start_line, end_line)`` of the ``live`` chunks of ``section_ids``."""
-        return self._read(self.texts.members(len(section_ids)), (*section_ids, live))
 
     def _read(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
         conn = self.engine.raw_connection()  # the pool's checkout (pre-ping where configured) and reset on close
