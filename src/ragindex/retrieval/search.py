@@ -37,7 +37,7 @@ from ragindex.retrieval.rerank import Reranker
 from ragindex.retrieval.sources import SourceFailures, resolve
 from ragindex.retrieval.terms import best_match, query_terms
 from ragindex.store.protocol import ChunkStore
-from ragindex.store.records import ChunkText, ChunkView, FusionCalibration
+from ragindex.store.records import ChunkView, FusionCalibration
 from ragindex.types import (
     CHUNK_FIELDS,
     BBox,
@@ -270,10 +270,11 @@ class Retriever:
 
         Hits need ``top_k`` live chunks (rerank: ``rerank_candidates``); candidates past that are never read,
         unless ghosts, bare sections or the score threshold thin the first page out (then the next page is).
-        A ``pending`` section on a page is read with its chunks, in the same query, and replaced by the chunk
-        sharing most ``terms`` with the query (its chunks go to ``reads``); one without live chunks stands for
-        itself (an index built without sections, or a bare section that is not a hit). Returns the candidates
-        with their sections resolved, the rows, and whether there were enough.
+        A ``pending`` section on a page is replaced by its chunk sharing most ``terms`` with the query, from one
+        narrow read of the page's sections' chunks (id, text, lines: they go to ``reads``) before the page's rows
+        are read; one without live chunks stands for itself (an index built without sections, or a bare section
+        that is not a hit). Returns the candidates with their sections resolved, the rows, and whether there were
+        enough.
         """
         want, threshold = (self.rerank_candidates, None) if request.rerank else (request.top_k, request.score_threshold)
         page = want + _BACKFILL_MARGIN
@@ -281,16 +282,16 @@ class Retriever:
         views: dict[str, ChunkView] = {}
         start = 0
         while start < len(fused):
-            window = fused[start : start + page]
-            sections = [item.id for item in window if item.id in pending]
-            views |= self.store.backfill([item.id for item in window], sections=sections)
-            if sections:
-                members = _members(views, sections)
+            end = min(start + page, len(fused))
+            if sections := [fused[at].id for at in range(start, end) if fused[at].id in pending]:
+                # the members' id, text and lines only: the wide row is read for the chunk that stands for each
+                members = self.store.section_chunks(sections)
                 reads.sections.update(members)
-                for at in range(start, start + len(window)):
+                for at in range(start, end):
                     item = fused[at]
                     if item.id in members:
                         fused[at] = Fused(best_match(terms, members[item.id]), item.score, item.sources)
+            views |= self.store.backfill([fused[at].id for at in range(start, end)])
             start += page
             if sum(1 for item in fused[:start] if _usable(item, views, threshold, request)) >= want:
                 return fused, views, True
@@ -466,24 +467,6 @@ def _usable(item: Fused, views: Mapping[str, ChunkView], threshold: float | None
     from ragindex.filters import matches  # loaded by the filtered search that set ``where``
 
     return matches(request.where, row_metadata(view.doc_metadata, view.chunk), request.fields)
-
-
-def _members(views: Mapping[str, ChunkView], sections: Sequence[str]) -> dict[str, list[ChunkText]]:
-    """The live chunks of ``sections`` among ``views``, in document order (sections without any are absent)."""
-    wanted = set(sections)
-    found: dict[str, list[tuple[int, ChunkView]]] = {}
-    for view in views.values():
-        section_id = view.section_id
-        if section_id in wanted and view.unit == Unit.CHUNK:
-            found.setdefault(section_id, []).append((view.chunk_index, view))
-    return {
-        section_id: [ChunkText(v.chunk_id, v.content, v.start_line, v.end_line) for _, v in sorted(rows, key=_first)]
-        for section_id, rows in found.items()
-    }
-
-
-def _first(pair: tuple[int, ChunkView]) -> int:
-    return pair[0]
 
 
 def _build_hits(

@@ -207,10 +207,10 @@ class ChunkStore(Protocol):
         """Chunks by id, in any lifecycle, in the order of ``chunk_ids`` (missing ids skipped)."""
         ...
 
-    def backfill(self, chunk_ids: Sequence[str], *, sections: Sequence[str] = ()) -> dict[str, ChunkView]:
+    def backfill(self, chunk_ids: Sequence[str]) -> dict[str, ChunkView]:
         """ACTIVE chunks joined with their document; REMOVED or unknown ids are absent (no ghost hits).
 
-        With ``sections``, also every ACTIVE chunk of those sections. JSON columns may decode on first use.
+        JSON columns may decode on first use.
         """
         ...
 

@@ -38,8 +38,8 @@ class SearchQueries(Protocol):
         """``(collection,)`` of the collections in state ``active``."""
         ...
 
-    def backfill(self, chunk_ids: Sequence[str], sections: Sequence[str], live: str) -> list[Any]:
-        """Rows of ``chunk_ids`` and of the chunks of ``sections`` with lifecycle ``live``, their documents too."""
+    def backfill(self, chunk_ids: Sequence[str], live: str) -> list[Any]:
+        """Rows of ``chunk_ids`` with lifecycle ``live``, their documents' too."""
         ...
 
     def sections_of(self, chunk_ids: Sequence[str], live: str) -> list[Any]:
@@ -67,10 +67,9 @@ class SearchTexts:
         self._backfill = (
             f"SELECT {', '.join(c[name] for name in CHUNK_COLUMNS)}, {d['source_uri']}, {d['filename']}, "
             f"{d['metadata']} FROM {chunks} c JOIN {documents} d ON {d['doc_id']} = {c['doc_id']} "
-            f"WHERE ({{wanted}}) AND {c['lifecycle_status']} = {mark} AND {d['lifecycle_status']} = {mark}"
+            f"WHERE {c['chunk_id']} IN ({{}}) AND {c['lifecycle_status']} = {mark} "
+            f"AND {d['lifecycle_status']} = {mark}"
         )
-        self._by_id = f"{c['chunk_id']} IN ({{}})"
-        self._by_section = f"{c['section_id']} IN ({{}})"
         self._sections_of = (
             f"SELECT {c['chunk_id']}, {c['section_id']}, {c['chunk_index']} FROM {chunks} c "
             f"WHERE {c['chunk_id']} IN ({{}}) AND {c['lifecycle_status']} = {mark} "
@@ -86,17 +85,9 @@ class SearchTexts:
             f"ORDER BY {c['doc_id']}, {c['chunk_index']}"
         )
 
-    def backfill(self, chunk_ids: int, sections: int) -> str:
-        """The backfill of ``chunk_ids`` ids and of the chunks of ``sections`` sections.
-
-        Parameters: the ids, the sections, then the chunk's and the document's lifecycle.
-        """
-        wanted = []
-        if chunk_ids:
-            wanted.append(self._by_id.format(_marks(self.mark, chunk_ids)))
-        if sections:
-            wanted.append(self._by_section.format(_marks(self.mark, sections)))
-        return self._backfill.format(wanted=" OR ".join(wanted))
+    def backfill(self, chunk_ids: int) -> str:
+        """The backfill of ``chunk_ids`` ids (parameters: the ids, then the chunk's and the document's lifecycle)."""
+        return self._backfill.format(_marks(self.mark, chunk_ids))
 
     def sections_of(self, chunk_ids: int) -> str:
         """The sections of ``chunk_ids`` ids (parameters: the ids, then the lifecycle)."""
@@ -124,9 +115,9 @@ class TextQueries:
         """``(collection,)`` of the collections in state ``active``."""
         return self._read(self.texts.active, (active,))
 
-    def backfill(self, chunk_ids: Sequence[str], sections: Sequence[str], live: str) -> list[Any]:
-        """Rows of ``chunk_ids`` and of the chunks of ``sections`` with lifecycle ``live``, their documents too."""
-        return self._read(self.texts.backfill(len(chunk_ids), len(sections)), (*chunk_ids, *sections, live, live))
+    def backfill(self, chunk_ids: Sequence[str], live: str) -> list[Any]:
+        """Rows of ``chunk_ids`` with lifecycle ``live``, their documents' too."""
+        return self._read(self.texts.backfill(len(chunk_ids)), (*chunk_ids, live, live))
 
     def sections_of(self, chunk_ids: Sequence[str], live: str) -> list[Any]:
         """``(chunk_id, section_id, chunk_index)`` of the ``live`` chunks among ``chunk_ids`` with a section."""
@@ -147,19 +138,17 @@ def active_collections(queries: SearchQueries) -> list[str]:
     return [name for (name,) in queries.active_collections(CollectionState.ACTIVE.value)]
 
 
-def backfill(queries: SearchQueries, chunk_ids: Sequence[str], sections: Sequence[str]) -> dict[str, ChunkView]:
-    """ACTIVE chunks (joined with their document) by id, and every ACTIVE chunk of ``sections``: no ghosts.
+def backfill(queries: SearchQueries, chunk_ids: Sequence[str]) -> dict[str, ChunkView]:
+    """ACTIVE chunks (joined with their document) by id: no ghosts.
 
     Each view keeps the row as read and builds its :class:`~ragindex.store.records.ChunkRow` on first use only; a
     document's metadata is decoded at most once per call (:class:`~ragindex.store.records.JsonObject`).
     """
     views: dict[str, ChunkView] = {}
     docs: dict[int, tuple[str, str, Mapping[str, Any]]] = {}
-    ids, parts = list(chunk_ids), list(dict.fromkeys(sections))
     width = len(CHUNK_COLUMNS)
-    for start in range(0, max(len(ids), len(parts)), SQL_IN_BATCH):
-        end = start + SQL_IN_BATCH
-        for r in queries.backfill(ids[start:end], parts[start:end], Lifecycle.ACTIVE.value):
+    for part in batches(list(chunk_ids)):
+        for r in queries.backfill(part, Lifecycle.ACTIVE.value):
             doc = docs.get(r[1])
             if doc is None:
                 doc = docs[r[1]] = (r[width], r[width + 1], JsonObject.of(r[width + 2]))

@@ -157,9 +157,9 @@ class SqliteSearchStore:
         """chunk_id -> (section_id, chunk_index) of the ACTIVE chunks among ``chunk_ids`` that have a section."""
         return search_reads.chunk_sections(self._queries, chunk_ids)
 
-    def backfill(self, chunk_ids: Sequence[str], *, sections: Sequence[str] = ()) -> dict[str, ChunkView]:
-        """ACTIVE chunks (joined with their document) by id, and every ACTIVE chunk of ``sections``: no ghosts."""
-        return search_reads.backfill(self._queries, chunk_ids, sections)
+    def backfill(self, chunk_ids: Sequence[str]) -> dict[str, ChunkView]:
+        """ACTIVE chunks (joined with their document) by id: no ghosts."""
+        return search_reads.backfill(self._queries, chunk_ids)
 
     def section_chunks(self, section_ids: Sequence[str]) -> dict[str, list[ChunkText]]:
         """section_id -> its ACTIVE chunks in document order (sections without live chunks are absent)."""

@@ -29,16 +29,15 @@ class SqlChunkReads(SqlCore):
                     found[r.chunk_id] = chunk_row(r._mapping)
         return [found[c] for c in chunk_ids if c in found]
 
-    def backfill(self, chunk_ids: Sequence[str], *, sections: Sequence[str] = ()) -> dict[str, ChunkView]:
+    def backfill(self, chunk_ids: Sequence[str]) -> dict[str, ChunkView]:
         """ACTIVE chunks (joined with their document) by id; REMOVED or unknown ids are absent (no ghosts).
 
-        With ``sections``, also every ACTIVE chunk of those sections (read in the same query). Each view keeps the
-        row as read and builds its :class:`ChunkRow` (decoding the chunk's JSON metadata) on first use only: a
-        search builds the rows of the hits it returns, not of every candidate; a document's metadata is decoded
-        at most once per call (:class:`~ragindex.store.records.JsonObject`).
+        Each view keeps the row as read and builds its :class:`ChunkRow` (decoding the chunk's JSON metadata) on
+        first use only: a search builds the rows of the hits it returns, not of every candidate; a document's
+        metadata is decoded at most once per call (:class:`~ragindex.store.records.JsonObject`).
         """
         with self._errors():
-            return search_reads.backfill(self._search_sql, chunk_ids, sections)
+            return search_reads.backfill(self._search_sql, chunk_ids)
 
     def chunk_sections(self, chunk_ids: Sequence[str]) -> dict[str, tuple[str, int]]:
         """chunk_id -> (section_id, chunk_index) of the ACTIVE chunks among ``chunk_ids`` that have a section.
