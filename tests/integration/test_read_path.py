@@ -9,7 +9,7 @@ Real engines: SQLite, Qdrant Edge and the shipped MiniLM model.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -21,7 +21,7 @@ from ragindex.retrieval.fusion import Candidate
 from ragindex.retrieval.search import Retriever, SearchRequest
 from ragindex.retrieval.terms import best_match, query_terms
 from ragindex.store.records import ChunkText, ChunkView
-from ragindex.types import SearchMode, Unit, VectorKind
+from ragindex.types import GroupBy, SearchMode, Unit, VectorKind
 
 pytestmark = pytest.mark.integration
 
@@ -142,6 +142,7 @@ def test_the_section_map_is_the_truth_stores(searched: Engine) -> None:
     members = engine.store.section_chunks(sorted(sections))
     live = [row for row in rows if row.chunk_id != removed]
     assert set(members) == {row.section_id for row in live}
+    assert engine.store.live_sections([*sorted(sections), "not-a-section"]) == set(members)
     for section_id, chunks in members.items():  # the lazy read gives each section's live chunks in order
         assert [(c.chunk_id, c.content) for c in chunks] == [
             (row.chunk_id, row.content) for row in live if row.section_id == section_id
@@ -178,6 +179,64 @@ def test_a_removed_chunk_is_never_returned_by_the_fast_path(searched: Engine) ->
     for fusion in ("rrf", "dbsf"):
         request = replace(_request(query, "hybrid", fusion), top_k=10)
         assert _ranked(fast, request) == _ranked(reference, request)
+
+
+def _grouped(retriever: Retriever, request: SearchRequest, keep: int) -> list[Any]:
+    if isinstance(retriever, EveryJoinedSection):
+        retriever._query = request.query
+    result, _ = retriever.run(request, group_by=GroupBy.SECTION, keep=keep)
+    return [
+        (hit.chunk_id, round(hit.score, 9), hit.rank, [(m.chunk_id, m.rank) for m in hit.merged]) for hit in result.hits
+    ]
+
+
+@pytest.mark.parametrize("keep", [1, 3, 10])
+def test_grouping_by_section_resolves_only_the_sections_it_shows(
+    searched: Engine, keep: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Grouped by section (the default), a lexical section dense did not find is resolved to a chunk only if its
+    group is kept: the groups, their ranks and what each folds in are those of resolving every section first."""
+    fast, reference = _retriever(searched), _retriever(searched, EveryJoinedSection)
+    resolved: list[str] = []
+    real = searched.store.section_chunks
+
+    def counted(section_ids: Sequence[str]) -> dict[str, list[ChunkText]]:
+        resolved.extend(section_ids)
+        return real(section_ids)
+
+    monkeypatch.setattr(searched.store, "section_chunks", counted)
+    for query in QUERIES:
+        for mode in ("hybrid", "bm25"):
+            request = _request(query, mode, "rrf", top_k=keep * 5)
+            expected = _grouped(reference, request, keep)
+            assert expected, (query, mode)
+            resolved.clear()
+            assert _grouped(fast, request, keep) == expected, (query, mode, keep)
+            assert len(set(resolved)) <= keep  # only the shown groups' sections
+
+
+def test_a_shown_section_whose_chunks_went_away_gives_its_place_to_the_next(searched: Engine) -> None:
+    """The chunks of a deferred section are removed between the backfill and its resolution: it is not shown, the
+    next group takes its place, and the answer is the one a search after the removal gives."""
+    engine = searched
+    query = QUERIES[0]
+    request = _request(query, "bm25", "rrf", top_k=15)
+
+    class Racing(Retriever):
+        removed: list[str] = []
+
+        def _hits(self, fused: Any, views: Any, deferred: set[str], *args: Any, **kwargs: Any) -> Any:
+            if deferred and not self.removed:
+                first = next(item.id for item in fused if item.id in deferred)
+                self.removed += [c.chunk_id for c in engine.store.section_chunks([first])[first]]
+                engine.store.remove_chunks(self.removed)
+            return super()._hits(fused, views, deferred, *args, **kwargs)
+
+    racing = _retriever(engine, Racing)
+    raced = _grouped(racing, request, 3)
+    assert Racing.removed and not {chunk for chunk, *_ in raced} & set(Racing.removed)
+    assert len(raced) == 3
+    assert raced == _grouped(_retriever(engine, EveryJoinedSection), request, 3)
 
 
 def test_a_backfilled_view_reads_what_its_chunk_row_holds(searched: Engine) -> None:

@@ -12,7 +12,8 @@ Which sources run, and what a failing source does (fail, or degrade to the other
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import KW_ONLY, dataclass, replace
 from typing import Any
 
@@ -153,11 +154,13 @@ class Retriever:
         # a filtered search's scores are those of a subset of the set: they would move the set's score windows
         first, reads = request.where is None, StoreReads()
         terms = query_terms(request.query)
+        # grouped by section, a lexical section is shown only if its group is kept: resolve it then (see _backfill)
+        lazy = group_by == GroupBy.SECTION and request.where is None and not request.rerank
         while True:
             fused, full, pending = self._fused(request, queries, collection, per_source, failures, latency, watch=first)
             first = False
             t0 = time.perf_counter()
-            fused, views, enough = self._backfill(fused, request, pending, terms, reads)
+            fused, views, deferred, enough = self._backfill(fused, request, pending, terms, reads, lazy=lazy)
             latency["backfill"] = latency.get("backfill", 0.0) + _ms(t0)
             # ghosts (removed chunks whose points are not purged yet) took the places of live chunks, and the
             # index has more: ask it again for more (only where a crash or a bulk delete left many ghosts)
@@ -169,7 +172,8 @@ class Retriever:
             if request.where is None:
                 self._watch("rerank", [item.score for item in fused])
         t0 = time.perf_counter()
-        hits = _build_hits(fused, views, request, group_by, request.top_k if keep is None else keep, skipped)
+        shown = request.top_k if keep is None else keep
+        hits = self._hits(fused, views, deferred, request, group_by, shown, skipped, terms=terms, reads=reads)
         if group_by != GroupBy.NONE:
             latency["group"] = _ms(t0)
         latency["total"] = _ms(started)
@@ -265,37 +269,90 @@ class Retriever:
         pending: set[str],
         terms: frozenset[str],
         reads: StoreReads,
-    ) -> tuple[list[Fused], dict[str, ChunkView], bool]:
+        *,
+        lazy: bool,
+    ) -> tuple[list[Fused], dict[str, ChunkView], set[str], bool]:
         """The live rows of the fused candidates, read page by page until enough of them are live.
 
         Hits need ``top_k`` live chunks (rerank: ``rerank_candidates``); candidates past that are never read,
         unless ghosts, bare sections or the score threshold thin the first page out (then the next page is).
-        A ``pending`` section on a page is replaced by its chunk sharing most ``terms`` with the query, from one
-        narrow read of the page's sections' chunks (id, text, lines: they go to ``reads``) before the page's rows
-        are read; one without live chunks stands for itself (an index built without sections, or a bare section
-        that is not a hit). Returns the candidates with their sections resolved, the rows, and whether there were
-        enough.
+        A ``pending`` section on a page is replaced by its chunk sharing most ``terms`` with the query
+        (:meth:`_resolve`) before the page's rows are read; one without live chunks stands for itself (an index
+        built without sections, or a bare section that is not a hit).
+
+        With ``lazy`` (grouping by section, no filter, no rerank) a pending section is not resolved here: only
+        whether it has a live chunk is read, and a live one counts as one usable candidate, its id kept in the
+        ``deferred`` set returned. :meth:`_hits` resolves the few that become hits; the others only take their
+        place in the ranking (a lexical section beyond the kept groups is never shown, and no kept group can fold
+        it in, since dense found none of its chunks). Returns the candidates, the rows, the deferred sections, and
+        whether there were enough.
         """
         want, threshold = (self.rerank_candidates, None) if request.rerank else (request.top_k, request.score_threshold)
         page = want + _BACKFILL_MARGIN
         fused = list(fused)
         views: dict[str, ChunkView] = {}
+        deferred: set[str] = set()
         start = 0
         while start < len(fused):
             end = min(start + page, len(fused))
             if sections := [fused[at].id for at in range(start, end) if fused[at].id in pending]:
-                # the members' id, text and lines only: the wide row is read for the chunk that stands for each
-                members = self.store.section_chunks(sections)
-                reads.sections.update(members)
-                for at in range(start, end):
-                    item = fused[at]
-                    if item.id in members:
-                        fused[at] = Fused(best_match(terms, members[item.id]), item.score, item.sources)
-            views |= self.store.backfill([fused[at].id for at in range(start, end)])
+                if lazy:
+                    deferred |= self.store.live_sections(sections)
+                else:
+                    self._resolve(fused, range(start, end), sections, terms, reads)
+            views |= self.store.backfill([fused[at].id for at in range(start, end) if fused[at].id not in deferred])
             start += page
-            if sum(1 for item in fused[:start] if _usable(item, views, threshold, request)) >= want:
-                return fused, views, True
-        return fused, views, False
+            if sum(1 for item in fused[:start] if _usable(item, views, threshold, request, deferred)) >= want:
+                return fused, views, deferred, True
+        return fused, views, deferred, False
+
+    def _resolve(
+        self,
+        fused: list[Fused],
+        places: Iterable[int],
+        sections: Sequence[str],
+        terms: frozenset[str],
+        reads: StoreReads,
+    ) -> None:
+        """Replace each of ``sections`` at ``places`` of ``fused`` by its chunk sharing most ``terms`` with the query.
+
+        One narrow read of the sections' chunks (id, text and lines: they go to ``reads``, and the hits' context
+        reuses them); the wide row is read for the chunk that stands for each. A section without live chunks stays.
+        """
+        members = self.store.section_chunks(sections)
+        reads.sections.update(members)
+        for at in places:
+            item = fused[at]
+            if item.id in members:
+                fused[at] = Fused(best_match(terms, members[item.id]), item.score, item.sources)
+
+    def _hits(
+        self,
+        fused: list[Fused],
+        views: dict[str, ChunkView],
+        deferred: set[str],
+        request: SearchRequest,
+        group_by: GroupBy,
+        keep: int,
+        skipped: Mapping[str, str],
+        *,
+        terms: frozenset[str],
+        reads: StoreReads,
+    ) -> list[Hit]:
+        """The hits of :func:`_kept`, each deferred section among them resolved first (with its row read).
+
+        A section whose chunks went away meanwhile (or whose chunk's row did) is no longer usable, and the groups
+        are kept again without it; each round resolves what it keeps, so this ends.
+        """
+        while True:
+            kept = _kept(fused, views, deferred, request, group_by, keep)
+            wanted = {item.id for item, _ in kept if item.id in deferred}
+            if not wanted:
+                return [_hit(n, item, views[item.id], merged, skipped) for n, (item, merged) in enumerate(kept, 1)]
+            places = [at for at, item in enumerate(fused) if item.id in wanted]
+            self._resolve(fused, places, sorted(wanted), terms, reads)
+            views |= self.store.backfill([fused[at].id for at in places if fused[at].id not in wanted])
+            deferred -= wanted
 
     def _watch(self, source: str, scores: Sequence[float], *, fusion: str = "", sources: tuple[str, ...] = ()) -> None:
         """Hand one ranked score list to the score-drift watch, with the fingerprint of what scored it."""
@@ -450,15 +507,24 @@ def _single(lists: Mapping[str, Sequence[Candidate]]) -> list[Fused]:
     ]
 
 
-def _usable(item: Fused, views: Mapping[str, ChunkView], threshold: float | None, request: SearchRequest) -> bool:
+def _usable(
+    item: Fused,
+    views: Mapping[str, ChunkView],
+    threshold: float | None,
+    request: SearchRequest,
+    deferred: AbstractSet[str] = frozenset(),
+) -> bool:
     """Whether a fused candidate can become a hit: live, a chunk, at or above the threshold, matching the filter.
 
     A ghost (REMOVED in the truth store, not yet purged from the index) has no view; a section row is a lexical
     hit whose chunks are all gone. A chunk whose document's metadata changed after its copy was written matches
-    the filter in the index but not here: it is never returned under its old values.
+    the filter in the index but not here: it is never returned under its old values. A ``deferred`` section (one
+    with live chunks, not resolved yet: never with a filter) is usable at or above the threshold.
     """
     view = views.get(item.id)
-    if view is None or view.unit == Unit.SECTION:
+    if view is None:
+        return item.id in deferred and (threshold is None or item.score >= threshold)
+    if view.unit == Unit.SECTION:
         return False
     if threshold is not None and item.score < threshold:
         return False
@@ -469,40 +535,40 @@ def _usable(item: Fused, views: Mapping[str, ChunkView], threshold: float | None
     return matches(request.where, row_metadata(view.doc_metadata, view.chunk), request.fields)
 
 
-def _build_hits(
+def _kept(
     fused: Sequence[Fused],
     views: Mapping[str, ChunkView],
+    deferred: AbstractSet[str],
     request: SearchRequest,
     group_by: GroupBy,
     keep: int,
-    skipped: Mapping[str, str],
-) -> list[Hit]:
-    """The first ``request.top_k`` usable candidates as hits, grouped by ``group_by`` into ``keep`` at most.
+) -> list[tuple[Fused, list[MergedHit]]]:
+    """The first ``request.top_k`` usable candidates, grouped by ``group_by`` into ``keep`` at most.
 
     Grouping folds a later hit of a kept group into its keeper's ``merged`` with the rank it had before
-    grouping (:func:`~.context.group_hits`); a hit is built only for the kept ones.
+    grouping (:func:`~.context.group_hits`). A ``deferred`` section groups as the chunk that will stand for it.
     """
-    kept: list[tuple[Fused, ChunkView, list[MergedHit]]] = []
+    kept: list[tuple[Fused, list[MergedHit]]] = []
     groups: dict[Hashable, int] = {}
     rank = 0
     for item in fused:
-        if not _usable(item, views, request.score_threshold, request):
+        if not _usable(item, views, request.score_threshold, request, deferred):
             continue
         rank += 1
-        view = views[item.id]
         if group_by == GroupBy.NONE:
-            kept.append((item, view, []))
+            kept.append((item, []))
         else:
-            key = group_key(view, group_by)
+            view = views.get(item.id)
+            key = ("section", item.id) if view is None else group_key(view, group_by)
             at = groups.get(key)
             if at is not None:
-                kept[at][2].append(MergedHit(chunk_id=item.id, rank=rank, score=item.score, scores=item.sources))
+                kept[at][1].append(MergedHit(chunk_id=item.id, rank=rank, score=item.score, scores=item.sources))
             elif len(kept) < keep:
                 groups[key] = len(kept)
-                kept.append((item, view, []))
+                kept.append((item, []))
         if rank == request.top_k:
             break
-    return [_hit(rank, item, view, merged, skipped) for rank, (item, view, merged) in enumerate(kept[:keep], 1)]
+    return kept[:keep]
 
 
 def _hit(rank: int, item: Fused, view: ChunkView, merged: Sequence[MergedHit], skipped: Mapping[str, str]) -> Hit:

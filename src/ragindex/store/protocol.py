@@ -235,8 +235,12 @@ class ChunkStore(Protocol):
     def section_chunks(self, section_ids: Sequence[str]) -> dict[str, list[ChunkText]]:
         """section_id -> its ACTIVE chunks in document order (sections without live chunks are absent).
 
-        Only id, text and lines are read: a hybrid search reads the chunks of every lexical section it found.
+        Only id, text and lines are read: a hybrid search reads the chunks of the lexical sections it returns.
         """
+        ...
+
+    def live_sections(self, section_ids: Sequence[str]) -> set[str]:
+        """The ids among ``section_ids`` that have an ACTIVE chunk (read from an index: no row is decoded)."""
         ...
 
     def section_texts(self, doc_ids: Sequence[int]) -> list[SectionText]:

@@ -50,6 +50,10 @@ class SearchQueries(Protocol):
         """``(section_id, chunk_id, content, start_line, end_line)`` of the ``live`` chunks of ``section_ids``."""
         ...
 
+    def live_sections(self, section_ids: Sequence[str], live: str) -> list[Any]:
+        """``(section_id,)`` of each of ``section_ids`` that has a ``live`` chunk."""
+        ...
+
 
 class SearchTexts:
     """The search path's SQL texts in one dialect; only the IN-lists vary (their placeholders cached per length).
@@ -84,6 +88,10 @@ class SearchTexts:
             f"FROM {chunks} c WHERE {c['section_id']} IN ({{}}) AND {c['lifecycle_status']} = {mark} "
             f"ORDER BY {c['doc_id']}, {c['chunk_index']}"
         )
+        self._live_sections = (
+            f"SELECT DISTINCT {c['section_id']} FROM {chunks} c WHERE {c['section_id']} IN ({{}}) "
+            f"AND {c['lifecycle_status']} = {mark}"
+        )
 
     def backfill(self, chunk_ids: int) -> str:
         """The backfill of ``chunk_ids`` ids (parameters: the ids, then the chunk's and the document's lifecycle)."""
@@ -96,6 +104,10 @@ class SearchTexts:
     def members(self, section_ids: int) -> str:
         """The chunks of ``section_ids`` sections (parameters: the ids, then the lifecycle)."""
         return self._members.format(_marks(self.mark, section_ids))
+
+    def live_sections(self, section_ids: int) -> str:
+        """Which of ``section_ids`` sections have a chunk in a lifecycle (parameters: the ids, then it)."""
+        return self._live_sections.format(_marks(self.mark, section_ids))
 
 
 class TextQueries:
@@ -126,6 +138,10 @@ class TextQueries:
     def members(self, section_ids: Sequence[str], live: str) -> list[Any]:
         """``(section_id, chunk_id, content, start_line, end_line)`` of the ``live`` chunks of ``section_ids``."""
         return self._read(self.texts.members(len(section_ids)), (*section_ids, live))
+
+    def live_sections(self, section_ids: Sequence[str], live: str) -> list[Any]:
+        """``(section_id,)`` of each of ``section_ids`` that has a ``live`` chunk."""
+        return self._read(self.texts.live_sections(len(section_ids)), (*section_ids, live))
 
 
 @cache
@@ -171,4 +187,12 @@ def section_chunks(queries: SearchQueries, section_ids: Sequence[str]) -> dict[s
     for part in batches(list(dict.fromkeys(section_ids))):
         for section_id, chunk_id, content, start_line, end_line in queries.members(part, Lifecycle.ACTIVE.value):
             out.setdefault(section_id, []).append(ChunkText(chunk_id, content, start_line, end_line))
+    return out
+
+
+def live_sections(queries: SearchQueries, section_ids: Sequence[str]) -> set[str]:
+    """The ids among ``section_ids`` that have an ACTIVE chunk."""
+    out: set[str] = set()
+    for part in batches(list(dict.fromkeys(section_ids))):
+        out.update(section_id for (section_id,) in queries.live_sections(part, Lifecycle.ACTIVE.value))
     return out

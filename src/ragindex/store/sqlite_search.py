@@ -165,6 +165,10 @@ class SqliteSearchStore:
         """section_id -> its ACTIVE chunks in document order (sections without live chunks are absent)."""
         return search_reads.section_chunks(self._queries, section_ids)
 
+    def live_sections(self, section_ids: Sequence[str]) -> set[str]:
+        """The ids among ``section_ids`` that have an ACTIVE chunk."""
+        return search_reads.live_sections(self._queries, section_ids)
+
     def record_scores(
         self, batches: Sequence[ScoreBatch], *, window_queries: int, keep_windows: int
     ) -> list[ScoreWindow]:

@@ -92,6 +92,11 @@ class SqlChunkReads(SqlCore):
         with self._errors():
             return search_reads.section_chunks(self._search_sql, section_ids)
 
+    def live_sections(self, section_ids: Sequence[str]) -> set[str]:
+        """The ids among ``section_ids`` that have an ACTIVE chunk."""
+        with self._errors():
+            return search_reads.live_sections(self._search_sql, section_ids)
+
     def section_texts(self, doc_ids: Sequence[int]) -> list[SectionText]:
         """The ACTIVE sections of these documents, each with its ACTIVE chunks' texts, in document order.
 
