@@ -43,6 +43,7 @@ class Sample:
     started: float  # time.time()
     seconds: float
     status: int
+    server_ms: dict[str, float] | None = None  # a search's latency_ms as the server reports it
 
 
 @dataclass
@@ -139,12 +140,14 @@ async def _client_loop(
             run.uploads_left -= 1
             run.upload_in_flight = True
         started_wall, started = time.time(), time.perf_counter()
+        server_ms = None
         try:
             if kind == "search":
                 body = {"query": rng.choice(queries), "set_id": 1, "top_k": 10, "mode": args.mode}
                 response = await client.post("/v1/search", json=body)
                 if response.status_code == 200:
-                    run.server_ms.append(response.json()["latency_ms"])
+                    server_ms = response.json()["latency_ms"]
+                    run.server_ms.append(server_ms)
             else:
                 start = next_record + (args.max_uploads - run.uploads_left - 1) * args.upload_records
                 response = await _upload(client, f"batch-{start}.jsonl", _records(start, args.upload_records))
@@ -157,7 +160,7 @@ async def _client_loop(
         finally:
             if kind == "upload":
                 run.upload_in_flight = False
-        run.samples.append(Sample(kind, started_wall, time.perf_counter() - started, status))
+        run.samples.append(Sample(kind, started_wall, time.perf_counter() - started, status, server_ms))
         if status and status >= 400:
             run.errors[f"{kind}:{status}"] = run.errors.get(f"{kind}:{status}", 0) + 1
 
@@ -242,6 +245,15 @@ async def main_async(args: Any) -> dict[str, Any]:
         if not args.data_dir:
             shutil.rmtree(data_dir, ignore_errors=True)
     result = _report(args, run, jobs, elapsed, corpus_s, job, metrics)
+    if args.samples:  # one line a request, its start in seconds from the load's
+        lines = (
+            json.dumps(
+                {"kind": s.kind, "at": round(s.started - load_started, 4), "seconds": round(s.seconds, 4)}
+                | {"status": s.status, "server_ms": s.server_ms}
+            )
+            for s in run.samples
+        )
+        args.samples.write_text("\n".join(lines) + "\n")
     result["server_cpu_s"] = round(server_cpu, 1)
     result["server_cpu_cores"] = round(server_cpu / elapsed, 2)
     result["client_cpu_cores"] = round(client_cpu / elapsed, 2)
@@ -338,6 +350,9 @@ def main() -> None:
     parser.add_argument("--upload-rate", type=float, default=0.01, help="Chance that a client's next request uploads")
     parser.add_argument("--json", type=Path, default=None, help="Also write the figures to this file")
     parser.add_argument("--data-dir", type=Path, default=None, help="Keep the data dir here (corpus ingested once)")
+    parser.add_argument(
+        "--samples", type=Path, default=None, help="Write every request (start, seconds, status, server phases) here"
+    )
     args = parser.parse_args()
     result = asyncio.run(main_async(args))
     if args.json:

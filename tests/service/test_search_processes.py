@@ -8,6 +8,7 @@ the service process answers them, and the scores the processes observed reaching
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,19 @@ def _pool(service: Service) -> SearchPool:
     pool = service.state.extra["search_pool"]
     assert isinstance(pool, SearchPool)
     return pool
+
+
+def test_every_search_process_warms_up_before_the_service_is_ready(pooled: tuple[Service, httpx.Client]) -> None:
+    """One warm-up task a process, held until all have one: no process meets its first search cold."""
+    service, client = pooled
+    pool = _pool(service)
+    deadline = time.monotonic() + 180
+    while pool.status() != "ok":
+        assert pool.status() == "starting" and time.monotonic() < deadline, pool.status()
+        time.sleep(0.1)
+    assert len(pool.warmed) == pool.processes == 2
+    assert all(frozen > 10_000 for frozen in pool.warmed.values())  # the model and modules: out of the GC's walks
+    assert client.get("/readyz").status_code == 200
 
 
 def test_a_search_process_answers_as_the_service_process_does(pooled: tuple[Service, httpx.Client]) -> None:

@@ -34,9 +34,11 @@ def serve(
         from ragindex._optional import require
 
         require("service", "the HTTP service (ragindex serve)", "fastapi", "uvicorn", "multipart", "prometheus_client")
+        from ragindex.gc_freeze import own_process
         from ragindex.service.app import create_app
         from ragindex.serving import serve as run_server
 
+        own_process()  # a long-running server: its start-up objects are frozen out of the GC's walks once built
         settings = load_settings()
         stops.restore()  # uvicorn stops gracefully on SIGINT/SIGTERM
         # a start-up failure (another process owns the index) is raised here: one line and its exit code

@@ -89,8 +89,10 @@ def _child(queue: str | None, threads: int, data_dir: Any, verbose: bool) -> Non
 
 def _serve(queue: str | None, threads: int, data_dir: Any, verbose: bool) -> None:
     """One worker process: its engine, its broker connection, until SIGTERM/SIGINT."""
+    from ragindex.gc_freeze import own_process
     from ragindex.service.queue import run_worker
 
+    own_process()  # long-running: what a thread's torch import builds is frozen out of the GC's walks
     state.data_dir, state.verbose = data_dir, verbose  # a spawned child starts with fresh module state
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("ragindex").setLevel(logging.INFO)

@@ -219,7 +219,8 @@ class ReconcileLoop:
         reconciler: The reconciler.
         interval: Seconds between passes (> 0).
         on_pass: Called with each pass's report (events of the documents it finished).
-        thread_init: Runs first on the loop's thread (the service limits its torch threads there).
+        before_pass: Runs on the loop's thread before each pass (the service limits the thread's torch threads
+            there, once torch is loaded).
     """
 
     def __init__(
@@ -228,7 +229,7 @@ class ReconcileLoop:
         interval: float,
         *,
         on_pass: Callable[[PassReport], None] | None = None,
-        thread_init: Callable[[], None] | None = None,
+        before_pass: Callable[[], None] | None = None,
     ) -> None:
         if interval <= 0:
             raise ValidationError(
@@ -237,7 +238,7 @@ class ReconcileLoop:
         self.reconciler = reconciler
         self.interval = interval
         self.on_pass = on_pass
-        self.thread_init = thread_init
+        self.before_pass = before_pass
         self.counts = {"done": 0, "skipped": 0, "error": 0}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -256,9 +257,9 @@ class ReconcileLoop:
         return not self._thread.is_alive()
 
     def _loop(self) -> None:
-        if self.thread_init is not None:
-            self.thread_init()
         while not self._stop.is_set():
+            if self.before_pass is not None:
+                self.before_pass()
             self.tick()
             self._stop.wait(self.interval)
 

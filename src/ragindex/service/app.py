@@ -149,7 +149,10 @@ def _start(settings: Settings, service: ServiceSettings, given: ServiceEngine | 
             state.extra["queue"] = ingest_queue
         else:
             runner.start()
-        loop = start_reconciler(engine, events, thread_init=lambda: set_torch_threads(service.job_torch_threads))
+        # torch stays unloaded until a job needs it: a pass limits the thread's torch threads once it is loaded
+        loop = start_reconciler(
+            engine, events, before_pass=lambda: set_torch_threads(service.job_torch_threads, load=False)
+        )
         if loop is not None:
             loops.append(loop)
             state.extra["reconcile"] = loop

@@ -5,8 +5,9 @@ dependency is checked only after the body arrived: a client without a key could 
 body. :class:`RequestGate` sits in front of the app as pure ASGI middleware and answers before reading anything:
 
 * ``/v1`` without a valid ``Authorization: Bearer`` key: 401, with the message of the routes' own check (which
-  still runs: it gives the route its principal, and the admin routes their 403); Dify's ``/retrieval`` (and
-  ``/v1/retrieval``): 403 with Dify's ``error_code`` 1001 (no bearer header) or 1002 (an unknown key);
+  still runs: it gives the route the principal the gate found, and the admin routes their 403); Dify's
+  ``/retrieval`` (and ``/v1/retrieval``): 403 with Dify's ``error_code`` 1001 (no bearer header) or 1002 (an
+  unknown key);
 * an upload (a ``multipart/form-data`` body) while ``RAGINDEX_MAX_CONCURRENT_UPLOADS`` uploads are still being
   received: 503 with ``Retry-After``. An upload counts until its body has arrived (or its request ended).
 
@@ -38,6 +39,8 @@ AUTH_FAILED_MESSAGE = "Authorization failed. Please check your API key."
 MISSING_KEY = "missing API key: send `Authorization: Bearer <key>`"
 INVALID_KEY = "invalid or revoked API key"
 RETRY_AFTER_S = 2
+CHECKED_KEY = "ragindex.principal"
+"""The ASGI scope key under which :class:`RequestGate` leaves ``(token, principal)`` of the key it checked."""
 
 
 def bearer_token(scope: dict[str, Any]) -> str | None:
@@ -98,6 +101,7 @@ class RequestGate(HttpMiddleware):
             error = AuthenticationError(MISSING_KEY if token is None else INVALID_KEY)
             await refuse(send, scope, 401, error.to_dict(), [(b"www-authenticate", b"Bearer")])
             return
+        scope[CHECKED_KEY] = (token, principal)  # the route's own check takes it: one key lookup a request
         if not _is_upload(scope):
             await self.app(scope, receive, send)
             return

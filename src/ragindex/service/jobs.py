@@ -236,7 +236,6 @@ class JobRunner:
 
     # ------------------------------------------------------------------ the job threads
     def _loop(self) -> None:
-        set_torch_threads(self.torch_threads)
         while (taken := self._queues.take()) is not None:  # until stop() closes the queues
             user_id, job_id = taken
             try:
@@ -263,6 +262,9 @@ class JobRunner:
             cancel(event, data)
 
         try:
+            # torch loads with the first job (embedding needs it), not at start: importing it takes the GIL for
+            # seconds, and the searches served meanwhile waited (docs/service.md, "Pauses")
+            set_torch_threads(self.torch_threads)
             report = run_job(
                 self.engine,
                 kind=job.kind,

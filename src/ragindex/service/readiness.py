@@ -14,6 +14,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from ragindex.errors import RagindexError
+from ragindex.gc_freeze import freeze_heap
 
 if TYPE_CHECKING:
     from ragindex.engine import Engine
@@ -60,6 +61,7 @@ class DenseWarmUp:
             log.exception("dense encoder warm-up failed")
         else:
             self.error = None
+            freeze_heap()  # the model and the app are built: full collections no longer walk them
             self.done = True
 
     def check(self) -> tuple[bool, str]:

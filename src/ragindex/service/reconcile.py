@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 
 
 def start_reconciler(
-    engine: Engine, events: EventPublisher | None, *, thread_init: Callable[[], None] | None = None
+    engine: Engine, events: EventPublisher | None, *, before_pass: Callable[[], None] | None = None
 ) -> ReconcileLoop | None:
     """Start the engine's reconciler every ``RAGINDEX_RECONCILE_INTERVAL_SECONDS`` (None when that is 0).
 
@@ -36,7 +36,7 @@ def start_reconciler(
         for event in document_events(engine.store, docs, trigger="reconcile"):
             events.publish(event)
 
-    loop = ReconcileLoop(engine.reconciler(), interval, on_pass=announce, thread_init=thread_init)
+    loop = ReconcileLoop(engine.reconciler(), interval, on_pass=announce, before_pass=before_pass)
     loop.start()
     log.info("reconciler started: a pass every %.0f s (one process at a time acts)", interval)
     return loop

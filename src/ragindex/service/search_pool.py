@@ -40,6 +40,7 @@ import orjson
 from ragindex.config.settings import Settings
 from ragindex.engine import Engine
 from ragindex.errors import RetrievalBackendError
+from ragindex.gc_freeze import freeze_heap, own_process
 from ragindex.index.protocol import VectorIndex
 from ragindex.service.sources import SourcePaths
 
@@ -60,7 +61,8 @@ class IndexServer:
         self.index = index
         self.authkey = secrets.token_bytes(32)
         self._dir = tempfile.TemporaryDirectory(prefix="ragindex-search-")
-        self.address = str(Path(self._dir.name) / "index.sock")
+        self.folder = self._dir.name
+        self.address = str(Path(self.folder) / "index.sock")
         self._listener = Listener(self.address, family="AF_UNIX", authkey=self.authkey)
         self._closed = False
         self._connections: list[Connection] = []
@@ -138,6 +140,7 @@ class _Worker:
     engine: Engine
     sources: SourcePaths
     observed: _Observed
+    started: tuple[Path, int]  # where each process marks its warm-up done, and how many processes there are
 
 
 _worker: _Worker | None = None
@@ -168,9 +171,16 @@ def exit_with_parent(interval: float = PARENT_CHECK_S) -> threading.Thread:
     return thread
 
 
-def _start_worker(settings: Settings, address: str, authkey: bytes, paths: tuple[Path, list[Path], Path]) -> None:
+def _start_worker(
+    settings: Settings,
+    address: str,
+    authkey: bytes,
+    paths: tuple[Path, list[Path], Path],
+    started: tuple[Path, int],
+) -> None:
     global _worker
     exit_with_parent()
+    own_process()
     engine = Engine(settings)
     engine._index = cast("VectorIndex", RemoteIndex(address, authkey))  # never opens (nor locks) the shards
     if engine.score_watch is not None:
@@ -178,21 +188,37 @@ def _start_worker(settings: Settings, address: str, authkey: bytes, paths: tuple
     observed = _Observed()
     engine.score_watch = cast("Any", observed)
     blob_root, roots, data_dir = paths
-    _worker = _Worker(engine, SourcePaths(blob_root, roots, data_dir=data_dir), observed)
+    _worker = _Worker(engine, SourcePaths(blob_root, roots, data_dir=data_dir), observed, started)
 
 
-def _warm() -> bool:
-    """Load this process's query model.
+WARM_UP_WAIT_S = 600.0
+"""How long a search process that has warmed up waits for the others (each loads a model; a slow disk is slow)."""
 
-    An encoder that fails here is the service's own dense check to report (a remote encoder may come up later):
-    the process is started, and each search meets its own error.
+
+def _warm() -> tuple[int, int]:
+    """Warm this process up, then wait for every other process's; return the pid and the objects frozen.
+
+    The warm-up loads the query model and the search path's modules, then freezes the heap (:func:`freeze_heap`).
+    The pool hands a task to whichever process is free, so without the wait one process could take every warm-up
+    task and another meet its first search cold (~0.1 s of model load in a burst of searches: the tail of the
+    first second under load). An encoder that fails here is the service's own dense check to report (a remote
+    encoder may come up later): the process is started, and each search meets its own error.
     """
     assert _worker is not None
+    from ragindex.retrieval import context, fusion, search, sources  # noqa: F401 - what Engine.search imports
+
     try:
         _worker.engine.dense.encode_queries(["warm up"])
     except Exception as exc:
         log.warning("a search process could not warm its query encoder up: %s", exc)
-    return True
+    frozen = freeze_heap()
+    folder, processes = _worker.started
+    (folder / str(os.getpid())).touch()
+    deadline = time.monotonic() + WARM_UP_WAIT_S
+    # a file a process, not a multiprocessing Barrier: a service that ends by os._exit leaves its semaphores behind
+    while sum(1 for _ in folder.iterdir()) < processes and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return os.getpid(), frozen
 
 
 Outcome = tuple[bytes, dict[str, str], list[tuple[str, str, list[float]]]] | None
@@ -259,17 +285,21 @@ class SearchPool:
     ) -> None:
         self.server = IndexServer(index)
         self.batch_max = batch_max
+        started = Path(self.server.folder) / "warmed"
+        started.mkdir()
         self._pool = ProcessPoolExecutor(
             processes,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_start_worker,
-            initargs=(settings, self.server.address, self.server.authkey, paths),
+            initargs=(settings, self.server.address, self.server.authkey, paths, (started, processes)),
         )
         self._processes = processes
         self._ready = False
         self._failed: str | None = None
         self._queue: asyncio.Queue[_Waiting] | None = None
         self._feeders: list[asyncio.Task[None]] = []
+        self.warmed: dict[int, int] = {}
+        """The processes that have warmed up: pid -> objects their warm-up froze."""
         self.batches = 0
         self.searches = 0
 
@@ -279,15 +309,18 @@ class SearchPool:
         return self._processes
 
     def warm_up(self) -> None:
-        """Start every process and load its model (blocking; the service calls it at start-up on a thread)."""
+        """Start every process and load its model (blocking; the service calls it at start-up on a thread).
+
+        One warm-up task per process, each held until all have run theirs, so every process gets one.
+        """
         try:
-            futures = [self._pool.submit(_warm) for _ in range(self._processes * 2)]
-            for future in futures:
-                future.result()
+            futures = [self._pool.submit(_warm) for _ in range(self._processes)]
+            self.warmed = dict(future.result() for future in futures)
         except Exception as exc:  # searches fall back to the service process; readiness reports it
             log.exception("the search processes did not start")
             self._failed = f"failed to start: {exc}"
             return
+        freeze_heap()  # the service process's too: what its start-up built since the model's warm-up
         self._ready = True
 
     def status(self) -> str:
@@ -298,7 +331,8 @@ class SearchPool:
         """The outcome of one search (:meth:`Engine.search` keyword arguments) run in a search process."""
         if self._queue is None:
             self._queue = asyncio.Queue()
-            self._feeders = [asyncio.create_task(self._feed(self._queue)) for _ in range(self._processes)]
+            # two batches in flight a process: it starts the next while the service takes the answers of the last
+            self._feeders = [asyncio.create_task(self._feed(self._queue)) for _ in range(self._processes * 2)]
         future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
         await self._queue.put(_Waiting(call, future))
         return await future

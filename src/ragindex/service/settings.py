@@ -75,7 +75,11 @@ class ServiceSettings(BaseSettings):
         "the service may use, at most 2 (none on one core); 0: searches run in the service process.",
     )
     search_batch_max: int = Field(
-        16, ge=1, le=256, description="Most waiting searches a search process takes at once (one encode pass)."
+        4,
+        ge=1,
+        le=256,
+        description="Most waiting searches a search process takes at once (their queries encoded together; the "
+        "batch is answered when its last search is done, so a larger one lengthens the wait of its first).",
     )
     warm_up: bool = Field(
         True,
