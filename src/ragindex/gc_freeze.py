@@ -5,7 +5,7 @@ app, the modules, torch's and the models' Python objects and the settings: the s
 took 114-145 ms under load (every search in flight waited, and they made the slowest 1% of a load run; torch's
 objects alone ~40 ms), a search process's 30-45 ms. :func:`freeze_heap` moves what is alive once start-up is done
 into the collector's permanent generation (:func:`gc.freeze`), so later full collections walk only what was
-allocated since (docs/service.md, "Pauses").
+allocated since (docs/service.md, "Pauses and hand-offs").
 
 Only a process ragindex owns is frozen: ``ragindex serve``, ``ragindex worker`` and the search processes call
 :func:`own_process` first. In an application that embeds the service or the engine, the heap is the

@@ -263,7 +263,7 @@ class JobRunner:
 
         try:
             # torch loads with the first job (embedding needs it), not at start: importing it takes the GIL for
-            # seconds, and the searches served meanwhile waited (docs/service.md, "Pauses")
+            # seconds, and the searches served meanwhile waited (docs/service.md, "Pauses and hand-offs")
             set_torch_threads(self.torch_threads)
             report = run_job(
                 self.engine,
