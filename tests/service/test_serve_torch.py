@@ -2,9 +2,9 @@
 
 The service encodes queries with ONNX Runtime; only embedding documents needs torch. Its job and reconciler threads
 imported torch at start to limit their torch threads, which held the GIL for seconds after ``/readyz`` said ready:
-the first searches under load waited 300-450 ms (docs/service.md, "Pauses"), and a deployment that never ingests
-held torch for nothing. A real ``ragindex serve`` with the default settings; whether a process has torch loaded is
-read from its memory maps (``libtorch_cpu``).
+the first searches under load waited 300-450 ms (docs/service.md, "Pauses and hand-offs"), and a deployment that
+never ingests held torch for nothing. A real ``ragindex serve`` with the default settings; whether a process has
+torch loaded is read from its memory maps (``libtorch_cpu``).
 """
 
 from __future__ import annotations
