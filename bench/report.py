@@ -407,12 +407,14 @@ def _peers(s: dict[str, Any]) -> list[str]:
         "| HTTP, loopback | clients | searches/s | p50 ms | p99 ms | errors |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
-    names = {
-        "ragindex_hybrid": "`ragindex serve`, hybrid (encodes each query)",
-        "chroma_dense": "`chroma run`, dense (query vectors sent precomputed)",
+    names = {  # like with like: query vectors sent, then query texts (whoever encodes them)
+        "ragindex_dense_vector": "`ragindex serve`, dense, query vector sent",
+        "chroma_dense": "`chroma run`, dense, query vector sent",
+        "ragindex_hybrid": "`ragindex serve`, hybrid, query text (the service encodes it)",
+        "chroma_dense_text": "`chroma run`, dense, query text (its client encodes it)",
     }
-    for key, runs in http.items():
-        for run in runs:
+    for key in [*(k for k in names if k in http), *(k for k in http if k not in names)]:
+        for run in http[key]:
             lines.append(
                 f"| {names.get(key, key)} | {run['clients']} | {_f(run['searches_per_s'], 1)} | "
                 f"{_f(run['p50_ms'] or 0, 1)} | {_f(run['p99_ms'] or 0, 1)} | {run['errors']} |"

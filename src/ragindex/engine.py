@@ -504,6 +504,7 @@ class Engine(ChunkEditing, Maintenance, Closing):
         sources: str | Sequence[str] | None = None,
         on_source_error: str | None = None,
         filter: Mapping[str, Any] | str | None = None,
+        vector: Sequence[float] | None = None,
     ) -> SearchResult:
         """Search one tenant's set; every hit is backfilled from the truth store (no ghost hits).
 
@@ -528,8 +529,16 @@ class Engine(ChunkEditing, Maintenance, Closing):
         ``{"year": {"$gte": 2020}, "lang": "zh"}``; see :mod:`ragindex.filters`); it is applied inside the index for
         every source and checked again against the truth store. A bad filter raises
         :class:`~ragindex.filters.FilterError` naming the problem (an unknown field lists the set's fields).
+
+        ``vector`` is a query embedding the caller computed with the set's dense model (a list or 1-D array of
+        its dimension; it is scaled to unit length): the dense source searches with it and encodes nothing.
+        ``query`` then feeds the lexical sources of a hybrid search only, and may be empty in mode ``dense``. A
+        vector of another dimension, or a hybrid search with a vector and no text, raises
+        :class:`~ragindex.errors.ValidationError`. A vector of another model with the same dimension cannot be
+        told apart and ranks at random: encode with :attr:`dense` (``engine.dense.encode_queries([text])[0]``).
         """
         from ragindex.retrieval.context import HitShaper, validate_shape
+        from ragindex.retrieval.request import query_vector
         from ragindex.retrieval.search import Retriever, SearchRequest, search_mode, validate_ids
         from ragindex.retrieval.sources import enabled_by_setting, source_error_policy
 
@@ -562,6 +571,7 @@ class Engine(ChunkEditing, Maintenance, Closing):
             ),
             where=where,
             fields=fields,
+            vector=None if vector is None else query_vector(vector),
         )
         if request.rerank:  # before any search work: a missing model is the caller's 422, not a late 500
             self.reranker.ensure_available()

@@ -114,6 +114,28 @@ def test_metadata_round_trips_filters_and_ragindex_fields(store: RagindexVectorS
         assert [d.id for d in retriever.invoke("moon")] == ["g"]
 
 
+def test_search_by_vector_embedded_and_over_http(store: RagindexVectorStore, served: Served) -> None:
+    """``similarity_search_by_vector``: the dense index searched with the caller's embedding of the set's model."""
+    texts = ["Ganymede is the largest moon of Jupiter.", "Sourdough rises with wild yeast.", "Tides follow the moon."]
+    with store, RagindexVectorStore(url=served.url, api_key=served.key(CORPUS_USER + 62), set_id=8) as remote:
+        for each in (store, remote):
+            ids = each.add_texts(texts, [{"year": 2020 + i} for i in range(3)], ids=["g", "s", "t"])
+            assert ids == ["g", "s", "t"]
+        vector = store.engine.dense.encode_queries(["bread baking yeast"])[0].tolist()
+        for each in (store, remote):
+            assert [d.id for d in each.similarity_search_by_vector(vector, k=1)] == ["s"]
+            assert [d.id for d in each.similarity_search_by_vector(vector, k=3, filter={"year": {"$ne": 2021}})][0] in {
+                "g",
+                "t",
+            }
+            assert [d.id for d in asyncio.run(each.asimilarity_search_by_vector(vector, k=1))] == ["s"]
+            with pytest.raises(ValidationError) as caught:
+                each.similarity_search_by_vector(vector[:8], k=1)
+            assert caught.value.field.split(".")[0] == "vector"
+            with pytest.raises(ValidationError, match="query"):
+                each.similarity_search_by_vector(vector, k=1, mode="hybrid")
+
+
 def test_embeddings_are_refused_unless_none(tmp_path: Path) -> None:
     from langchain_core.embeddings import DeterministicFakeEmbedding
 

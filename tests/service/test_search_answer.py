@@ -64,3 +64,54 @@ def test_grouped_answers_keep_their_merged_hits(client: httpx.Client) -> None:
     merged = [m for hit in body["hits"] for m in hit.get("merged", ())]
     assert merged and all(set(m) == {"chunk_id", "rank", "score", "scores"} for m in merged)
     assert body == SearchOut.model_validate(body).model_dump(mode="json", exclude_unset=True)
+
+
+def test_a_search_by_vector_answers_as_the_search_by_text(client: httpx.Client, service: Service) -> None:
+    """``vector`` instead of the text for dense (no ``query`` needed in mode dense); with the text in hybrid."""
+    query = "when is honey harvested"
+    vector = [float(x) for x in service.state.engine.dense.encode_queries([query])[0]]
+    for mode in ("dense", "hybrid"):
+        by_text = client.post("/v1/search", json={"query": query, "set_id": 1, "mode": mode}).json()
+        body = {"set_id": 1, "mode": mode, "vector": vector} | ({"query": query} if mode == "hybrid" else {})
+        by_vector = client.post("/v1/search", json=body)
+        assert by_vector.status_code == 200, by_vector.text
+        hits = by_vector.json()["hits"]
+        assert [h["chunk_id"] for h in hits] == [h["chunk_id"] for h in by_text["hits"]]
+        assert [h["score"] for h in hits] == pytest.approx([h["score"] for h in by_text["hits"]])
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"vector": [0.5] * 12, "mode": "dense"}, "vector"),  # another model's dimension
+        ({"vector": [0.5] * 384}, "query"),  # hybrid (the default) needs the text for BM25
+        ({"vector": [0.5] * 384, "mode": "bm25", "query": "honey"}, "vector"),
+        ({"vector": [0.0] * 384, "mode": "dense"}, "vector"),
+        ({"vector": [0.5] * 8193, "mode": "dense"}, "vector"),
+        ({"vector": [], "mode": "dense"}, "vector"),
+        ({"vector": ["a"] * 384, "mode": "dense"}, "vector"),
+    ],
+)
+def test_a_vector_the_index_cannot_use_answers_422_naming_the_field(
+    client: httpx.Client, body: dict[str, Any], field: str
+) -> None:
+    response = client.post("/v1/search", json={"set_id": 1, **body})
+    assert response.status_code == 422, response.text
+    assert response.json()["context"]["field"].split(".")[0] == field
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        ('{"set_id": 1, "mode": "dense", "vector": [NaN' + ", 0.5" * 383 + "]}", "vector"),
+        ('{"set_id": 1, "mode": "dense", "vector": [-Infinity' + ", 0.5" * 383 + "]}", "vector"),
+        ('{"set_id": 1, "query": "honey", "score_threshold": NaN}', "score_threshold"),
+        ('{"set_id": 1, "query": "honey", "score_threshold": Infinity}', "score_threshold"),
+    ],
+)
+def test_a_number_json_has_not_answers_422_not_500(client: httpx.Client, raw: str, field: str) -> None:
+    """Python's JSON reader takes ``NaN`` and ``Infinity``: the schema refuses them, and the 422 that echoes the
+    input must still encode (it was a 500: the answer's encoder refuses non-finite floats)."""
+    response = client.post("/v1/search", content=raw, headers={"content-type": "application/json"})
+    assert response.status_code == 422, response.text
+    assert response.json()["context"]["field"].split(".")[0] == field

@@ -90,6 +90,24 @@ def test_a_search_process_answers_as_the_service_process_does(pooled: tuple[Serv
     assert _pool(service).searches >= before + 3  # answered by the search processes, not by the fallback
 
 
+def test_a_search_by_vector_runs_in_a_search_process(pooled: tuple[Service, httpx.Client]) -> None:
+    """The vector travels to the search process, which searches with it and encodes nothing for it."""
+    service, client = pooled
+    engine = service.state.engine
+    vector = [float(x) for x in engine.dense.encode_queries(["lava that cools into columns"])[0]]
+    before = _pool(service).searches
+    for extra in ({"mode": "dense", "query": ""}, {"mode": "hybrid", "query": "honey harvested in summer"}):
+        response = client.post("/v1/search", json={"set_id": SET, "vector": vector, **extra})
+        assert response.status_code == 200, response.text
+        query = str(extra.pop("query"))
+        expected = engine.search(query, user_id=USER, set_id=SET, vector=vector, **extra)
+        assert [h["chunk_id"] for h in response.json()["hits"]] == [h.chunk_id for h in expected.hits]
+        assert "basalt" in [h["key"] for h in response.json()["hits"][:2]]
+    assert _pool(service).searches >= before + 2
+    bad = client.post("/v1/search", json={"set_id": SET, "vector": vector[:10], "mode": "dense"})
+    assert bad.status_code == 422 and bad.json()["context"]["field"] == "vector"
+
+
 def test_upserts_are_read_by_the_next_search_and_removed_records_never(pooled: tuple[Service, httpx.Client]) -> None:
     _, client = pooled
     put = client.put(f"/v1/sets/{SET}/records/saffron", json={"text": "Saffron is the dried stigma of a crocus."})

@@ -120,18 +120,20 @@ class SearchOptions(RetrievalOptions, total=False):
 
     top_k: int | None
     """Hits to return (default: the server's ``RAGINDEX_DEFAULT_TOP_K``)."""
+    vector: Sequence[float] | None
+    """A query embedding from the set's dense model (a list or 1-D array): dense searches with it, encoding nothing."""
 
 
 def search(query: str, *, set_id: int, **options: Unpack[SearchOptions]) -> Call[SearchResult]:
     """``POST /v1/search``: search one set of the key's tenant (the fields of ``ragindex search``).
 
     Args:
-        query: The query text (empty: no hits).
+        query: The query text (empty, and no ``vector``: no hits).
         set_id: The set to search. Sets are per tenant: a set the key's tenant has no documents in answers
             no hits, whoever else has a set of that number.
         **options: The fields of :class:`SearchOptions`: ``doc_ids``, ``mode``, ``top_k``, ``score_threshold``,
-            ``fusion``, ``rerank``, ``expand``, ``context_chars``, ``group_by``, ``sources``, ``on_source_error``.
-            Other fields (options of newer servers) are sent as given.
+            ``fusion``, ``rerank``, ``expand``, ``context_chars``, ``group_by``, ``sources``, ``on_source_error``,
+            ``vector``. Other fields (options of newer servers) are sent as given.
 
     Returns:
         The same :class:`~ragindex.types.SearchResult` that :meth:`ragindex.Engine.search` returns (a hit's
@@ -141,6 +143,8 @@ def search(query: str, *, set_id: int, **options: Unpack[SearchOptions]) -> Call
     for listed in ("doc_ids", "sources"):
         if listed in body:
             body[listed] = list(body[listed])
+    if "vector" in body:  # a numpy array (or its float32 items) is not JSON: plain floats
+        body["vector"] = [float(value) for value in body["vector"]]
     return Call("POST", "/v1/search", models.search_result, json=body)
 
 

@@ -32,7 +32,7 @@ from ragindex.config.settings import Settings
 from ragindex.engine import Engine
 from ragindex.errors import BackendError, NotFoundError, ValidationError
 from ragindex.integrations._search import Filter, Searcher, hit_metadata
-from ragindex.types import Hit
+from ragindex.types import Hit, SearchResult
 
 if TYPE_CHECKING:
     from ragindex.client import Client
@@ -326,7 +326,24 @@ class RagindexVectorStore(VectorStore, Closing):
         """
         _check_options(kwargs)
         options = {"top_k": k, "group_by": "document", "expand": "none", **kwargs}
-        result = self._searcher.search(query, filter=filter, options=options)
+        return self._scored(self._searcher.search(query, filter=filter, options=options))
+
+    def similarity_search_by_vector(
+        self, embedding: list[float], k: int = 4, filter: Filter = None, **kwargs: Any
+    ) -> list[Document]:
+        """The ``k`` documents nearest to a query embedding (mode ``dense``, the store's dense index).
+
+        ``embedding`` must come from the set's dense model (this store has no LangChain ``Embeddings``: encode with
+        ``store.engine.dense.encode_queries([text])[0]`` or the same model elsewhere); another dimension raises
+        :class:`~ragindex.errors.ValidationError`. ``filter`` and :data:`SEARCH_OPTIONS` as in
+        :meth:`similarity_search` (``mode="hybrid"`` raises: a vector alone cannot search the lexical sources).
+        """
+        _check_options(kwargs)
+        options = {"mode": "dense", "top_k": k, "group_by": "document", "expand": "none", **kwargs}
+        result = self._searcher.search("", filter=filter, options={**options, "vector": embedding})
+        return [doc for doc, _ in self._scored(result)]
+
+    def _scored(self, result: SearchResult) -> list[tuple[Document, float]]:
         client = self._client
         if client is None:
             return [(self._document(hit, hit.metadata), hit.score) for hit in result.hits]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import reprlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,9 @@ class SearchRequest:
     """A parsed metadata filter (:func:`ragindex.filters.parse_filter`), applied in the index and at backfill."""
     fields: Mapping[str, Any] = field(default_factory=dict)
     """The set's metadata field types the filter was parsed against (the backfill check reads values by them)."""
+    vector: tuple[float, ...] | None = None
+    """A dense query vector computed by the caller (with the set's dense model): the dense source searches with it
+    instead of encoding ``query``, which then serves the lexical sources only (and may be empty in mode dense)."""
 
     def __post_init__(self) -> None:
         validate_ids(user_id=self.user_id, set_id=self.set_id)
@@ -57,6 +61,49 @@ class SearchRequest:
             raise ValidationError("fusion", f"unknown fusion {self.fusion!r}; valid: {', '.join(sorted(FUSIONS))}")
         if self.score_threshold is not None:
             _check_threshold(self.score_threshold, self.mode, rerank=self.rerank)
+        if self.vector is not None:
+            object.__setattr__(self, "vector", query_vector(self.vector))
+            self._check_vector_use()
+
+    def _check_vector_use(self) -> None:
+        """A query vector feeds the dense source: refused where no dense search would use it."""
+        if self.mode not in (SearchMode.DENSE, SearchMode.HYBRID):
+            raise ValidationError(
+                "vector", f"mode {self.mode.value} does not search the dense source; search with mode dense or hybrid"
+            )
+        if self.sources is not None and SearchMode.DENSE.value not in self.sources:
+            raise ValidationError(
+                "vector", f"sources {','.join(self.sources)} leave out dense, which the vector is for"
+            )
+        if self.rerank and not self.query.strip():
+            raise ValidationError("rerank", "the reranker reads the query text: give query with the vector")
+
+
+def query_vector(values: Any) -> tuple[float, ...]:
+    """``values`` (a sequence of numbers, e.g. a list or a 1-D numpy array) as a query vector of finite floats.
+
+    Raises:
+        ValidationError: ``vector``: not a flat sequence of numbers, empty, not finite, or all zeros (no direction
+            to compare by).
+    """
+    if isinstance(values, str | bytes) or not hasattr(values, "__len__"):
+        raise ValidationError("vector", f"must be a list of numbers, got {type(values).__name__}")
+    out: list[float] = []
+    for value in values:
+        try:
+            if isinstance(value, bool | str | bytes):
+                raise TypeError
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ValidationError("vector", f"must be a flat list of numbers, found {reprlib.repr(value)}") from None
+        if not math.isfinite(number):
+            raise ValidationError("vector", f"must hold finite numbers, found {number!r}")
+        out.append(number)
+    if not out:
+        raise ValidationError("vector", "must not be empty")
+    if not any(out):
+        raise ValidationError("vector", "must not be all zeros (a zero vector has no direction to compare by)")
+    return tuple(out)
 
 
 def validate_ids(**ids: int) -> None:

@@ -17,6 +17,8 @@ from collections.abc import Set as AbstractSet
 from dataclasses import KW_ONLY, dataclass, replace
 from typing import Any
 
+import numpy as np
+
 from ragindex.encoders.protocol import DenseEncoder, SparseEncoder
 from ragindex.errors import (
     ConfigurationError,
@@ -24,6 +26,7 @@ from ragindex.errors import (
     RetrievalBackendError,
     RetrievalConfigurationError,
     RetrievalEncodingError,
+    ValidationError,
 )
 from ragindex.index.protocol import TenantFilter, VectorIndex, VectorQuery
 from ragindex.index.routing import bucket_of
@@ -125,12 +128,14 @@ class Retriever:
         started = time.perf_counter()
         latency: dict[str, float] = {}
         sources = self.sources_for(request.mode, request.sources)
-        if not request.query.strip():
+        if request.vector is not None:
+            self._check_vector(request, sources)
+        elif not request.query.strip():
             return SearchResult(hits=(), latency_ms={"total": 0.0}, mode=request.mode.value), StoreReads()
         collection = self.collection()
         if collection is None:
             return SearchResult(hits=(), latency_ms={"total": _ms(started)}, mode=request.mode.value), StoreReads()
-        sources, skipped, warnings = self._language_guard(request.query, sources)
+        sources, skipped, warnings = self._language_guard(request, sources)
         failures = SourceFailures(request.on_source_error)
 
         if VectorKind.DENSE in sources:  # the first query of a process loads the model: report it as its own phase
@@ -144,7 +149,7 @@ class Retriever:
             if (load := _ms(t0)) > 1.0:
                 latency["model_load"] = load
         t0 = time.perf_counter()
-        queries = self._encode(request.query, [s for s in sources if s not in failures.errors], failures)
+        queries = self._encode(request, [s for s in sources if s not in failures.errors], failures)
         latency["encode"] = _ms(t0)
 
         hybrid = request.mode == SearchMode.HYBRID
@@ -152,7 +157,8 @@ class Retriever:
         if request.rerank:  # over-fetch so that the reranker sees rerank_candidates live chunks
             per_source = max(per_source, self.rerank_candidates + (0 if hybrid else 10))
         # a filtered search's scores are those of a subset of the set: they would move the set's score windows
-        first, reads = request.where is None, StoreReads()
+        # a caller's vector may come from elsewhere than this engine's encoder: the watch samples our own encodes
+        first, reads = request.where is None and request.vector is None, StoreReads()
         terms = query_terms(request.query)
         # grouped by section, a lexical section is shown only if its group is kept: resolve it then (see _backfill)
         lazy = group_by == GroupBy.SECTION and request.where is None and not request.rerank
@@ -370,7 +376,7 @@ class Retriever:
         self.observe(source, fingerprint, scores)
 
     def _language_guard(
-        self, query: str, sources: tuple[str, ...]
+        self, request: SearchRequest, sources: tuple[str, ...]
     ) -> tuple[tuple[str, ...], dict[str, str], tuple[str, ...]]:
         """Drop the dense source for a query whose dominant script the dense model does not cover.
 
@@ -378,11 +384,12 @@ class Retriever:
         run (hybrid with BM25 or learned sparse) dense is skipped, so the hybrid ranks as those sources alone
         would instead of fusing in near-random neighbours (measured in docs/evaluation.md, "Chinese check").
         When dense is the only source (mode dense, or hybrid with nothing else enabled) it still runs, since
-        it is what was asked for, and the result carries a warning.
+        it is what was asked for, and the result carries a warning. A request with its own vector is not
+        guarded: the caller chose the dense model's input, and the text's script says nothing about it.
         """
-        if VectorKind.DENSE not in sources:
+        if VectorKind.DENSE not in sources or request.vector is not None:
             return sources, {}, ()
-        script = dominant_script(query)
+        script = dominant_script(request.query)
         encoder = self.dense()
         if script is None or script in encoder.languages:
             return sources, {}, ()
@@ -473,12 +480,42 @@ class Retriever:
         latency["rerank"] = _ms(t0)
         return reranked
 
-    def _encode(self, query: str, sources: Sequence[str], failures: SourceFailures) -> dict[str, VectorQuery]:
-        """The query vector of each source; a source whose encoder fails goes to ``failures`` (which may raise)."""
+    def _check_vector(self, request: SearchRequest, sources: Sequence[str]) -> None:
+        """A caller's query vector: the dense model's dimension, and query text for every other source to run.
+
+        Raises:
+            ValidationError: ``vector`` of another dimension, or ``query`` empty while a lexical source runs.
+        """
+        assert request.vector is not None
+        lexical = [source for source in sources if source != VectorKind.DENSE]
+        if lexical and not request.query.strip():
+            raise ValidationError(
+                "query",
+                f"mode {request.mode.value} also searches {', '.join(lexical)}, which need the query text: give "
+                "query with the vector, or search with mode dense",
+            )
+        encoder = self.dense()
+        if len(request.vector) != encoder.dimension:
+            raise ValidationError(
+                "vector",
+                f"has {len(request.vector)} dimensions; the set's dense model ({encoder.fingerprint}) gives "
+                f"{encoder.dimension}: encode the query with that model",
+            )
+
+    def _encode(
+        self, request: SearchRequest, sources: Sequence[str], failures: SourceFailures
+    ) -> dict[str, VectorQuery]:
+        """The query vector of each source; a source whose encoder fails goes to ``failures`` (which may raise).
+
+        The dense source takes the request's own vector when it has one (unit length, as the encoder's are).
+        """
+        query = request.query
         out: dict[str, VectorQuery] = {}
         for source in sources:
             try:
-                if source == VectorKind.DENSE:
+                if source == VectorKind.DENSE and request.vector is not None:
+                    out[source] = VectorQuery(using=VectorKind.DENSE, dense=_unit(request.vector))
+                elif source == VectorKind.DENSE:
                     out[source] = VectorQuery(using=VectorKind.DENSE, dense=self.dense().encode_queries([query])[0])
                 else:
                     out[source] = VectorQuery(using=source, sparse=self.sparse[source].encode_queries([query])[0])
@@ -488,6 +525,17 @@ class Retriever:
                 failures.record(source, _encoding_error(source, exc))
         failures.check_left(out)
         return out
+
+
+def _unit(values: Sequence[float]) -> np.ndarray:
+    """``values`` (finite, not all zero) scaled to unit length, in float32 as the encoders give vectors.
+
+    Scaled by the largest magnitude first, so that neither huge (1e300) nor tiny (1e-320) numbers overflow or
+    vanish on the way.
+    """
+    vector = np.asarray(values, dtype=np.float64)
+    vector /= np.abs(vector).max()
+    return (vector / np.linalg.norm(vector)).astype(np.float32)
 
 
 def _encoding_error(source: str, exc: RagindexError) -> RetrievalEncodingError:

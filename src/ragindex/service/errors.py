@@ -9,6 +9,7 @@ the path (Starlette's own lists only the first route that matched it).
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -59,9 +60,24 @@ def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
         "error": "ValidationError",
         "message": f"{field}: {reason}",
         "context": {"field": field},
-        "detail": jsonable_encoder(problems, custom_encoder={Exception: str}),
+        "detail": _finite(jsonable_encoder(problems, custom_encoder={Exception: str})),
     }
     return JSONResponse(body, status_code=422)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with each non-finite float as its name (``"NaN"``, ``"Infinity"``): JSON has no such numbers.
+
+    A problem's ``input`` echoes what was sent, and Python's JSON reader takes ``NaN`` and ``Infinity``; the
+    answer's encoder refuses them, which turned a 422 into a 500.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    return value
 
 
 _UNPARSABLE = "There was an error parsing the body"  # FastAPI's detail for a body it cannot decode

@@ -201,6 +201,7 @@ def tailor(spec: dict[str, Any], state: ServiceState) -> None:
         for branch in search["sources"].get("anyOf", [search["sources"]]):
             if branch.get("type") == "array":
                 branch["items"] = {"enum": list(sources), "type": "string"}
+    _tailor_vector(schemas.get("SearchRequest", {}), state, sources)
     if "rerank" in search and not rerank_available(state):
         search["rerank"]["anyOf"] = [{"const": False}, {"type": "null"}]
         search["rerank"]["description"] = (
@@ -213,6 +214,24 @@ def tailor(spec: dict[str, Any], state: ServiceState) -> None:
     files = body.get("properties", {}).get("files")
     if isinstance(files, dict):
         files["maxItems"] = state.service.max_upload_files
+
+
+def _tailor_vector(search: dict[str, Any], state: ServiceState, sources: tuple[str, ...]) -> None:
+    """A search's ``vector`` has the dense model's dimension; hybrid needs text only with a lexical source to run."""
+    vector = search.get("properties", {}).get("vector", {})
+    try:
+        dimension = state.engine.dense.dimension
+    except RagindexError:  # a remote encoder that is not up yet: the engine checks the length of each vector
+        dimension = None
+    for branch in vector.get("anyOf", [vector]):
+        if branch.get("type") == "array" and dimension is not None:
+            branch["minItems"] = branch["maxItems"] = dimension
+    if all(source == "dense" for source in sources):
+        search["allOf"] = [
+            rule
+            for rule in search.get("allOf", [])
+            if rule.get("if", {}).get("properties", {}).get("mode", {}).get("enum") != ["hybrid", None]
+        ]
 
 
 def searched_sources(state: ServiceState) -> tuple[str, ...]:

@@ -12,6 +12,8 @@ from ragindex.types import MAX_CONTEXT_CHARS
 MAX_ID = 2**53 - 1
 """The largest id the API takes: the largest integer every JSON client reads exactly (I-JSON, RFC 7493; a browser's
 numbers are doubles). The truth store's ids are BIGINT, far below this in practice."""
+MAX_QUERY_VECTOR = 8192
+"""Most dimensions of a search's query vector (dense models give 384 to 4096)."""
 
 WHITESPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
 """Every character ``str.strip()`` removes (none is above U+3000)."""
@@ -81,7 +83,43 @@ def _rules_of_search() -> list[dict[str, Any]]:
         }
         for mode in ("dense", "bm25", "sparse")
     )
+    rules.extend(_rules_of_vector())
     return rules
+
+
+def _rules_of_vector() -> list[dict[str, Any]]:
+    """What a search's ``vector`` requires of the other fields (its length is the deployment's: openapi.tailor)."""
+    text = {"required": ["query"], "properties": {"query": {"pattern": NOT_BLANK}}}
+
+    def given(**also: dict[str, Any]) -> dict[str, Any]:  # a vector (not null), and these fields as described
+        return {"required": ["vector", *also], "properties": {"vector": {"type": "array"}, **also}}
+
+    return [
+        # the vector feeds the dense source: a mode and sources that search it, and not all zeros (no direction)
+        {
+            "if": given(),
+            "then": {
+                "properties": {
+                    "mode": {"enum": ["dense", "hybrid", None]},
+                    "sources": {"anyOf": [{"type": "null"}, {"contains": {"const": "dense"}}]},
+                    "vector": {"not": {"items": {"const": 0}}},
+                }
+            },
+        },
+        {"if": given(rerank={"const": True}), "then": text},  # the reranker reads the text
+        # hybrid with a lexical source searches that source with the text (mode left out: hybrid)
+        {
+            "if": {
+                "required": ["vector"],
+                "properties": {
+                    "vector": {"type": "array"},
+                    "mode": {"enum": ["hybrid", None]},
+                    "sources": {"not": {"type": "array", "items": {"const": "dense"}}},
+                },
+            },
+            "then": text,
+        },
+    ]
 
 
 class SearchRequest(_Body):
@@ -93,7 +131,11 @@ class SearchRequest(_Body):
         allOf=_rules_of_search(),
     )
 
-    query: str = Field(max_length=20_000, description="The query text (empty: no hits).")
+    query: str = Field(
+        "",
+        max_length=20_000,
+        description="The query text (empty, and no `vector`: no hits). With a `vector` it feeds the lexical sources.",
+    )
     set_id: WholeNumber = Field(gt=0, le=MAX_ID, description="The set to search (of the key's tenant).")
     doc_ids: list[Annotated[int, Field(gt=0, le=MAX_ID), WHOLE]] | None = Field(
         None, max_length=10_000, description="Only these documents."
@@ -128,6 +170,14 @@ class SearchRequest(_Body):
         description="A failing source (encoder unreachable, index query failed): `fail` answers its error; "
         "`degrade` answers from the other sources and names it in `degraded`. "
         "Default: RAGINDEX_RECALL_ON_SOURCE_ERROR.",
+    )
+    vector: list[Annotated[float, Field(allow_inf_nan=False)]] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_QUERY_VECTOR,
+        description="A query embedding computed with the set's dense model (its dimension; scaled to unit length): "
+        "the dense source searches with it instead of encoding `query`. Mode `dense` needs no `query`; `hybrid` "
+        "needs it for its lexical sources. Another dimension answers 422.",
     )
     filter: dict[str, Any] | None = Field(
         None,

@@ -229,7 +229,8 @@ def _search_batch(calls: Sequence[Mapping[str, Any]]) -> list[Outcome]:
     """Run ``calls`` (:meth:`Engine.search` keyword arguments) one after the other, their queries encoded at once."""
     assert _worker is not None
     engine = _worker.engine
-    queries = list(dict.fromkeys(call["query"] for call in calls if str(call["query"]).strip()))
+    encoded = (call["query"] for call in calls if call.get("vector") is None and str(call["query"]).strip())
+    queries = list(dict.fromkeys(encoded))
     if len(queries) > 1:
         try:  # fills the query-vector cache: each search below finds its vector there
             engine.dense.encode_queries(queries)

@@ -109,6 +109,7 @@ def _call(body: SearchRequest, user_id: int, options: dict[str, Any]) -> dict[st
         "sources": body.sources,
         "on_source_error": body.on_source_error,
         "filter": body.filter,
+        "vector": body.vector,
         **options,
     }
 
