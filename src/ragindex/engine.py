@@ -538,7 +538,6 @@ class Engine(ChunkEditing, Maintenance, Closing):
         told apart and ranks at random: encode with :attr:`dense` (``engine.dense.encode_queries([text])[0]``).
         """
         from ragindex.retrieval.context import HitShaper, validate_shape
-        from ragindex.retrieval.request import query_vector
         from ragindex.retrieval.search import Retriever, SearchRequest, search_mode, validate_ids
         from ragindex.retrieval.sources import enabled_by_setting, source_error_policy
 
@@ -571,7 +570,7 @@ class Engine(ChunkEditing, Maintenance, Closing):
             ),
             where=where,
             fields=fields,
-            vector=None if vector is None else query_vector(vector),
+            vector=vector,
         )
         if request.rerank:  # before any search work: a missing model is the caller's 422, not a late 500
             self.reranker.ensure_available()

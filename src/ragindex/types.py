@@ -248,6 +248,10 @@ class Hit:
     """What the chunk is made of: ``text``, ``table``, ``ocr_text``, ... (:class:`BlockKind`)."""
     bbox: BBox | None = None
     """Where the chunk is drawn on its ``page`` (PDF points, top-left origin), for parsers that see layout."""
+    record: bool = field(default=False, compare=False)
+    """Whether the hit's document is a record (upserted under its ``key``) rather than a file (``source`` is then its
+    path). Not in ``to_dict`` (False in a hit read over HTTP): the service uses it to show a record's key as given,
+    even one that starts with ``/``."""
 
     @property
     def key(self) -> str:

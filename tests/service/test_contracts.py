@@ -206,9 +206,15 @@ def test_the_schema_refuses_what_the_server_refuses(service: Service, spec: dict
             {"type": "null"},
         ]
     )
-    rules = {(next(iter(r["if"]["properties"])), json.dumps(r["then"])) for r in search["allOf"]}
+    rules = {(next(iter(r["if"]["properties"])), json.dumps(r["then"])) for r in search["allOf"] if "if" in r}
     assert ("mode", json.dumps({"properties": {"sources": {"contains": {"const": "bm25"}}}})) in rules
     assert ("rerank", json.dumps({"properties": {"score_threshold": {"maximum": 1.0}}})) in rules
+    # a query vector has the dense model's dimension, and a search has a query or a vector
+    vector = props["vector"]["anyOf"][0]
+    assert vector["minItems"] == vector["maxItems"] == service.state.engine.dense.dimension == 384
+    assert {
+        "anyOf": [{"required": ["query"]}, {"required": ["vector"], "properties": {"vector": {"type": "array"}}}]
+    } in (search["allOf"])
     assert props["set_id"]["maximum"] == MAX_ID == 2**53 - 1  # what every JSON client reads exactly
     upload_body = spec["paths"]["/v1/sets/{set_id}/documents"]["post"]["requestBody"]["content"]
     ref = upload_body["multipart/form-data"]["schema"]["$ref"].rsplit("/", 1)[-1]

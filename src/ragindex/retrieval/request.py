@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 import reprlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from ragindex.errors import ValidationError
 from ragindex.retrieval.fusion import FUSIONS
@@ -36,9 +38,10 @@ class SearchRequest:
     """A parsed metadata filter (:func:`ragindex.filters.parse_filter`), applied in the index and at backfill."""
     fields: Mapping[str, Any] = field(default_factory=dict)
     """The set's metadata field types the filter was parsed against (the backfill check reads values by them)."""
-    vector: tuple[float, ...] | None = None
+    vector: Sequence[float] | None = None
     """A dense query vector computed by the caller (with the set's dense model): the dense source searches with it
-    instead of encoding ``query``, which then serves the lexical sources only (and may be empty in mode dense)."""
+    instead of encoding ``query``, which then serves the lexical sources only (and may be empty in mode dense).
+    Checked and kept as a tuple of floats (:func:`query_vector`)."""
 
     def __post_init__(self) -> None:
         validate_ids(user_id=self.user_id, set_id=self.set_id)
@@ -86,24 +89,34 @@ def query_vector(values: Any) -> tuple[float, ...]:
         ValidationError: ``vector``: not a flat sequence of numbers, empty, not finite, or all zeros (no direction
             to compare by).
     """
-    if isinstance(values, str | bytes) or not hasattr(values, "__len__"):
+    if isinstance(values, np.ndarray):
+        if values.ndim != 1 or values.dtype.kind not in "fiu":
+            raise ValidationError("vector", f"must be a 1-D array of numbers, got shape {values.shape} {values.dtype}")
+    elif isinstance(values, str | bytes) or not hasattr(values, "__len__"):
         raise ValidationError("vector", f"must be a list of numbers, got {type(values).__name__}")
-    out: list[float] = []
-    for value in values:
-        try:
-            if isinstance(value, bool | str | bytes):
-                raise TypeError
-            number = float(value)
-        except (TypeError, ValueError):
-            raise ValidationError("vector", f"must be a flat list of numbers, found {reprlib.repr(value)}") from None
-        if not math.isfinite(number):
-            raise ValidationError("vector", f"must hold finite numbers, found {number!r}")
-        out.append(number)
-    if not out:
+    elif not {type(value) for value in values} <= {float, int}:  # the plain JSON case is checked at once
+        values = [_number(value) for value in values]
+    if not len(values):
         raise ValidationError("vector", "must not be empty")
-    if not any(out):
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except OverflowError:  # an int beyond any float
+        raise ValidationError("vector", "must hold finite numbers, found an integer beyond a float's range") from None
+    finite = np.isfinite(array)
+    if not finite.all():
+        raise ValidationError("vector", f"must hold finite numbers, found {array[~finite][0]!r}")
+    if not array.any():
         raise ValidationError("vector", "must not be all zeros (a zero vector has no direction to compare by)")
-    return tuple(out)
+    return tuple(array.tolist())
+
+
+def _number(value: Any) -> float:
+    try:
+        if isinstance(value, bool | str | bytes):
+            raise TypeError
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValidationError("vector", f"must be a flat list of numbers, found {reprlib.repr(value)}") from None
 
 
 def validate_ids(**ids: int) -> None:

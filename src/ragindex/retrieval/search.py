@@ -640,6 +640,7 @@ def _hit(rank: int, item: Fused, view: ChunkView, merged: Sequence[MergedHit], s
         merged=tuple(merged),
         chunk_type=chunk.chunk_type,
         bbox=BBox.from_list(chunk.metadata.get("bbox")),
+        record=view.record,
     )
 
 

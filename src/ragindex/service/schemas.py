@@ -95,6 +95,7 @@ def _rules_of_vector() -> list[dict[str, Any]]:
         return {"required": ["vector", *also], "properties": {"vector": {"type": "array"}, **also}}
 
     return [
+        {"anyOf": [{"required": ["query"]}, given()]},  # something to search by
         # the vector feeds the dense source: a mode and sources that search it, and not all zeros (no direction)
         {
             "if": given(),
@@ -134,7 +135,8 @@ class SearchRequest(_Body):
     query: str = Field(
         "",
         max_length=20_000,
-        description="The query text (empty, and no `vector`: no hits). With a `vector` it feeds the lexical sources.",
+        description="The query text (empty, and no `vector`: no hits); required unless a `vector` is given, and "
+        "then it feeds the lexical sources.",
     )
     set_id: WholeNumber = Field(gt=0, le=MAX_ID, description="The set to search (of the key's tenant).")
     doc_ids: list[Annotated[int, Field(gt=0, le=MAX_ID), WHOLE]] | None = Field(

@@ -241,21 +241,12 @@ def _search_batch(calls: Sequence[Mapping[str, Any]]) -> list[Outcome]:
         _worker.observed.calls = []
         try:
             result = engine.search(**call)
-            answer = public_answer(engine, _worker.sources, result.to_dict(), call["user_id"], call["set_id"])
+            answer = _worker.sources.answer(result, user_id=call["user_id"])
             body = orjson.dumps(answer, option=orjson.OPT_NON_STR_KEYS)
             out.append((body, dict(result.degraded), _worker.observed.calls))
         except Exception:
             out.append(None)
     return out
-
-
-def public_answer(
-    engine: Engine, sources: SourcePaths, answer: dict[str, Any], user_id: int, set_id: int
-) -> dict[str, Any]:
-    """A search answer with each hit's ``key`` and public ``source`` (see ``routes.search.public_hits``)."""
-    pathlike = sorted({h["source"] for h in answer.get("hits", ()) if h["source"].startswith("/")})
-    uris = engine.store.file_uris_by_key(user_id, set_id, pathlike) if pathlike else {}
-    return sources.hits(answer, user_id=user_id, records=uris)
 
 
 @dataclass

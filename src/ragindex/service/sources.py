@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ragindex.records import RECORD_URI_PREFIX
+from ragindex.types import SearchResult
 
 TEXT_KEYS = frozenset({"error", "message", "notes", "last_error", "reason"})
 """Keys of an answer whose text is scrubbed (with everything under them)."""
@@ -115,6 +116,15 @@ class SourcePaths:
         elif isinstance(value, list):
             value[:] = [self.scrub(item, _mode=_mode) for item in value]
         return value
+
+    def answer(self, result: SearchResult, *, user_id: int) -> dict[str, Any]:
+        """``result.to_dict()`` with every hit's ``key`` and public ``source`` (:meth:`hits`).
+
+        A hit knows whether its document is a record (read with it at backfill), so a record's key that looks like a
+        path is shown as given without another read.
+        """
+        records = {hit.source: RECORD_URI_PREFIX + hit.source for hit in result.hits if hit.record}
+        return self.hits(result.to_dict(), user_id=user_id, records=records)
 
     def hits(self, result: dict[str, Any], *, user_id: int, records: Mapping[str, str] | None = None) -> dict[str, Any]:
         """A search answer (``SearchResult.to_dict()``): every hit's ``key`` and public ``source``, in place.

@@ -491,10 +491,6 @@ class MetadataFieldStore(Protocol):
         """Key (``source_uri``) -> the set's ACTIVE document with that key, for the keys that exist."""
         ...
 
-    def file_uris_by_key(self, user_id: int, set_id: int, keys: Sequence[str]) -> dict[str, str]:
-        """Key (``source_uri``) -> ``file_uri`` of the set's ACTIVE document with that key (a search answer's read)."""
-        ...
-
     def document_metadata(self, doc_ids: Sequence[int]) -> dict[int, Mapping[str, Any]]:
         """doc_id -> the document's metadata."""
         ...

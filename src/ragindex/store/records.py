@@ -272,12 +272,18 @@ class ChunkView:
         source_uri: The document's source.
         filename: The document's file name.
         doc_metadata: The document's metadata.
+        record: Whether the document is a record (upserted under its key) rather than a file.
     """
 
-    __slots__ = ("_chunk", "_values", "doc_metadata", "filename", "source_uri")
+    __slots__ = ("_chunk", "_values", "doc_metadata", "filename", "record", "source_uri")
 
     def __init__(
-        self, chunk: ChunkRow | Sequence[Any], source_uri: str, filename: str, doc_metadata: Mapping[str, Any]
+        self,
+        chunk: ChunkRow | Sequence[Any],
+        source_uri: str,
+        filename: str,
+        doc_metadata: Mapping[str, Any],
+        record: bool = False,
     ) -> None:
         if isinstance(chunk, ChunkRow):
             self._chunk: ChunkRow | None = chunk
@@ -287,6 +293,7 @@ class ChunkView:
         self.source_uri = source_uri
         self.filename = filename
         self.doc_metadata = doc_metadata
+        self.record = record
 
     @property
     def chunk(self) -> ChunkRow:

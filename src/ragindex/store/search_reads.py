@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cache
 from typing import Any, Protocol, TypeVar
 
+from ragindex.records import RECORD_URI_PREFIX
 from ragindex.store.records import CHUNK_COLUMNS, ChunkText, ChunkView, JsonObject
 from ragindex.store.states import CollectionState, Lifecycle
 
@@ -67,10 +68,11 @@ class SearchTexts:
         self.mark = mark
         chunks, documents = quote(CHUNKS), quote(DOCUMENTS)
         c = {name: f"c.{quote(name)}" for name in {*CHUNK_COLUMNS, "lifecycle_status"}}
-        d = {name: f"d.{quote(name)}" for name in ("doc_id", "source_uri", "filename", "metadata", "lifecycle_status")}
+        names = ("doc_id", "source_uri", "filename", "metadata", "file_uri", "lifecycle_status")
+        d = {name: f"d.{quote(name)}" for name in names}
         self._backfill = (
             f"SELECT {', '.join(c[name] for name in CHUNK_COLUMNS)}, {d['source_uri']}, {d['filename']}, "
-            f"{d['metadata']} FROM {chunks} c JOIN {documents} d ON {d['doc_id']} = {c['doc_id']} "
+            f"{d['metadata']}, {d['file_uri']} FROM {chunks} c JOIN {documents} d ON {d['doc_id']} = {c['doc_id']} "
             f"WHERE {c['chunk_id']} IN ({{}}) AND {c['lifecycle_status']} = {mark} "
             f"AND {d['lifecycle_status']} = {mark}"
         )
@@ -161,13 +163,14 @@ def backfill(queries: SearchQueries, chunk_ids: Sequence[str]) -> dict[str, Chun
     document's metadata is decoded at most once per call (:class:`~ragindex.store.records.JsonObject`).
     """
     views: dict[str, ChunkView] = {}
-    docs: dict[int, tuple[str, str, Mapping[str, Any]]] = {}
+    docs: dict[int, tuple[str, str, Mapping[str, Any], bool]] = {}
     width = len(CHUNK_COLUMNS)
     for part in batches(list(chunk_ids)):
         for r in queries.backfill(part, Lifecycle.ACTIVE.value):
             doc = docs.get(r[1])
             if doc is None:
-                doc = docs[r[1]] = (r[width], r[width + 1], JsonObject.of(r[width + 2]))
+                record = str(r[width + 3] or "").startswith(RECORD_URI_PREFIX)
+                doc = docs[r[1]] = (r[width], r[width + 1], JsonObject.of(r[width + 2]), record)
             views[r[0]] = ChunkView(r, *doc)
     return views
 

@@ -276,7 +276,7 @@ async def retrieve(state: ServiceState, user_id: int, body: RetrievalRequest) ->
     except FilterError as exc:  # not expected: every condition was checked against the set's fields
         raise filter_error(exc, "metadata_condition") from exc
     best = _best_rrf(state, result)
-    answer = await _public(state, result, user_id, set_id)
+    answer = _public(state, result, user_id)
     records: list[dict[str, Any]] = []
     for hit, shown in zip(result.hits, answer, strict=True):
         if plan.post is not None and not plan.post(hit.metadata):
@@ -319,11 +319,8 @@ def _score(hit: Any, best: float) -> float:
     return max(0.0, min(1.0, float(hit.score) / best))
 
 
-async def _public(state: ServiceState, result: Any, user_id: int, set_id: int) -> list[dict[str, Any]]:
-    from ragindex.service.routes.search import public_hits
-
-    answer = await public_hits(state, result.to_dict(), user_id=user_id, set_id=set_id)
-    hits: list[dict[str, Any]] = answer["hits"]
+def _public(state: ServiceState, result: Any, user_id: int) -> list[dict[str, Any]]:
+    hits: list[dict[str, Any]] = state.sources.answer(result, user_id=user_id)["hits"]
     return hits
 
 

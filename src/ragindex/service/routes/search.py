@@ -13,7 +13,7 @@ from fastapi import APIRouter, Response
 
 from ragindex.errors import InputError, ValidationError
 from ragindex.filters import FilterError
-from ragindex.service.deps import CallerDep, ServiceState, StateDep
+from ragindex.service.deps import CallerDep, StateDep
 from ragindex.service.openapi import error_responses
 from ragindex.service.schemas import SearchOut, SearchRequest
 from ragindex.service.search_pool import SearchPool
@@ -50,6 +50,8 @@ async def search(body: SearchRequest, state: StateDep, caller: CallerDep) -> Res
     ``rerank: true`` on a deployment whose reranker model is not available answers 422 naming
     ``RAGINDEX_RERANK_MODEL`` (``context.setting``), before any search work.
     """
+    if "query" not in body.model_fields_set and body.vector is None:
+        raise ValidationError("query", "Field required: the query text, or a `vector` (with mode dense)")
     options: dict[str, Any] = {}
     if body.rerank is not None:
         if not state.rerank_supported:
@@ -71,7 +73,7 @@ async def search(body: SearchRequest, state: StateDep, caller: CallerDep) -> Res
     except FilterError as exc:
         raise filter_error(exc) from exc
     state.metrics.search_done(result.degraded)
-    return json_answer(await public_hits(state, result.to_dict(), user_id=caller.user_id, set_id=body.set_id))
+    return json_answer(state.sources.answer(result, user_id=caller.user_id))
 
 
 def json_answer(answer: dict[str, Any]) -> Response:
@@ -112,16 +114,3 @@ def _call(body: SearchRequest, user_id: int, options: dict[str, Any]) -> dict[st
         "vector": body.vector,
         **options,
     }
-
-
-async def public_hits(state: ServiceState, answer: dict[str, Any], *, user_id: int, set_id: int) -> dict[str, Any]:
-    """A search answer with each hit's ``key`` and public ``source`` (:meth:`SourcePaths.hits`).
-
-    A source that starts with ``/`` is a file's path or a record's key that looks like one: its document's file URI
-    tells them apart (one indexed read for those hits only; a record's key never starts with ``/`` in most sets).
-    """
-    pathlike = sorted({h["source"] for h in answer.get("hits", ()) if h["source"].startswith("/")})
-    uris: dict[str, str] = {}
-    if pathlike:
-        uris = await state.aengine.run_sync(state.engine.store.file_uris_by_key, user_id, set_id, pathlike)
-    return state.sources.hits(answer, user_id=user_id, records=uris)

@@ -72,20 +72,6 @@ class SqlMetadataFields(SqlCore):
                     found[doc.source_uri] = doc
         return found
 
-    def file_uris_by_key(self, user_id: int, set_id: int, keys: Sequence[str]) -> dict[str, str]:
-        """See :meth:`MetadataFieldStore.file_uris_by_key` (two columns: half the CPU of whole rows)."""
-        found: dict[str, str] = {}
-        with self._tx() as conn:
-            for part in batches(sorted({sha256_text(key) for key in keys})):
-                query = select(DOC.source_uri, DOC.file_uri).where(
-                    DOC.user_id == user_id,
-                    DOC.set_id == set_id,
-                    DOC.source_key.in_(part),
-                    DOC.lifecycle_status == Lifecycle.ACTIVE,
-                )
-                found.update((source_uri, file_uri) for source_uri, file_uri in conn.execute(query))
-        return found
-
     def document_metadata(self, doc_ids: Sequence[int]) -> dict[int, Mapping[str, Any]]:
         """doc_id -> metadata of those documents (what the indexer writes into the copies' payloads)."""
         out: dict[int, Mapping[str, Any]] = {}

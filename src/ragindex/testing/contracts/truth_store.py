@@ -787,25 +787,14 @@ class TruthStoreContract:
         assert (view.source_uri, view.filename, view.doc_metadata) == ("docs/one.md", "one.md", {"author": "Ada"})
         assert (view.chunk.chunk_id, view.chunk.doc_id, view.chunk.content) == (a, d1, "alpha")
 
-    def test_file_uris_by_key_reads_the_active_documents_of_one_set(self, store: SqlTruthStore) -> None:
-        """Key -> file URI of the set's ACTIVE documents, as documents_by_key gives; not other sets or removed ones."""
-        ingest(store, ["a"], source_uri="/srv/notes/a.md")
-        ingest(store, ["r"], source_uri="/looks/like/a/path", file_uri="record:/looks/like/a/path")
-        ingest(store, ["j"], source_uri="/srv/corpus.jsonl#7", file_uri="/srv/corpus.jsonl")
-        gone, _ = ingest(store, ["g"], source_uri="/srv/notes/gone.md")
-        ingest(store, ["o"], source_uri="/srv/notes/other-set.md", set_id=2)
-        store.remove_documents([gone])
-        keys = ["/srv/notes/a.md", "/looks/like/a/path", "/srv/corpus.jsonl#7", "/srv/notes/gone.md"]
-        keys += ["/srv/notes/other-set.md", "/never/recorded"]
-        got = store.file_uris_by_key(1, 1, keys)
-        assert got == {
-            "/srv/notes/a.md": "/srv/notes/a.md",
-            "/looks/like/a/path": "record:/looks/like/a/path",
-            "/srv/corpus.jsonl#7": "/srv/corpus.jsonl",
-        }
-        assert got == {key: doc.file_uri for key, doc in store.documents_by_key(1, 1, keys).items()}
-        assert store.file_uris_by_key(1, 2, keys) == {"/srv/notes/other-set.md": "/srv/notes/other-set.md"}
-        assert store.file_uris_by_key(1, 1, []) == {}
+    def test_backfill_tells_a_record_from_a_file(self, store: SqlTruthStore) -> None:
+        """A record's key may look like a path: only its file URI (``record:<key>``) tells it from a file's source."""
+        _, (a,) = ingest(store, ["a"], source_uri="/srv/notes/a.md")
+        _, (r,) = ingest(store, ["r"], source_uri="/looks/like/a/path", file_uri="record:/looks/like/a/path")
+        _, (j,) = ingest(store, ["j"], source_uri="/srv/corpus.jsonl#7", file_uri="/srv/corpus.jsonl")
+        views = store.backfill([a, r, j])
+        assert {cid: view.record for cid, view in views.items()} == {a: False, r: True, j: False}
+        assert views[r].source_uri == "/looks/like/a/path"
 
     def test_get_chunks_keeps_the_requested_order(self, store: SqlTruthStore) -> None:
         """get_chunks returns rows of any lifecycle in request order and skips unknown ids."""
