@@ -71,6 +71,21 @@ def test_search_returns_the_engines_search_result(served: Served, client: Client
     assert refused.value.context["field"].startswith("sources")
 
 
+def test_search_by_vector_sends_an_array_as_floats(served: Served, client: Client) -> None:
+    from ragindex import factory
+    from ragindex.config.settings import Settings
+
+    dense = factory.build_dense_encoder(Settings(_env_file=None, data_dir=served.data_dir))  # type: ignore[call-arg]
+    vector = dense.encode_queries(["how many queens does a honeybee colony have"])[0]  # float32, not JSON as is
+    result = client.search("", set_id=CORPUS_SET, mode="dense", vector=vector, top_k=1)
+    assert [h.filename for h in result.hits] == ["bees.txt"] and set(result.hits[0].scores) == {"dense"}
+    with pytest.raises(ValidationError) as refused:
+        client.search("", set_id=CORPUS_SET, mode="dense", vector=vector[:5])  # another model's dimension
+    assert refused.value.context["field"] == "vector"
+    with pytest.raises(ValidationError, match="numbers"):
+        client.search("", set_id=CORPUS_SET, mode="dense", vector=["a", "b"])
+
+
 def test_search_parser_keeps_every_field_of_the_wire_format(served: Served, client: Client) -> None:
     """What the service sends is what ``SearchResult.to_dict`` gives back after parsing: nothing is lost."""
     body = {"query": "sugar from light", "set_id": CORPUS_SET, "expand": "section", "group_by": "document"}

@@ -144,7 +144,10 @@ def search(query: str, *, set_id: int, **options: Unpack[SearchOptions]) -> Call
         if listed in body:
             body[listed] = list(body[listed])
     if "vector" in body:  # a numpy array (or its float32 items) is not JSON: plain floats
-        body["vector"] = [float(value) for value in body["vector"]]
+        try:
+            body["vector"] = [float(value) for value in body["vector"]]
+        except (TypeError, ValueError):
+            raise ValidationError("vector", "must be a list (or 1-D array) of numbers") from None
     return Call("POST", "/v1/search", models.search_result, json=body)
 
 
