@@ -27,6 +27,11 @@ def _host(m: dict[str, Any]) -> str:
     )
 
 
+def _same_precision(run: dict[str, Any]) -> str:
+    ratio = run.get("ratio_wall_vs_raw_same_precision")
+    return "-" if ratio is None else f"{_f(ratio)}x"
+
+
 def _ingest(s: dict[str, Any]) -> list[str]:
     raw32, raw16 = s["raw_encode"]["float32"], s["raw_encode"]["bfloat16"]
     lines = [
@@ -41,7 +46,7 @@ def _ingest(s: dict[str, Any]) -> list[str]:
             f"| cold ingest, `RAGINDEX_DENSE_PRECISION={precision}` | {_f(run['wall_s'], 1)} "
             f"| {_f(run['pipeline_s'], 1)} "
             f"| {_f(run['chunks_per_s'], 1)} | {_f(run['peak_rss_mb'], 0)} "
-            f"| {_f(run['ratio_wall_vs_raw_float32_encode'])}x | {_f(run['ratio_wall_vs_raw_same_precision'])}x |"
+            f"| {_f(run['ratio_wall_vs_raw_float32_encode'])}x | {_same_precision(run)} |"
         )
     for name, raw in (("float32", raw32), ("bf16 autocast", raw16)):
         lines.append(

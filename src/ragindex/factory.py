@@ -162,10 +162,11 @@ def build_dense_encoder(settings: Settings, model: str | None = None) -> DenseEn
     from ragindex.encoders.dense.routed import RoutedDenseEncoder
     from ragindex.encoders.dense.sentence_transformers import SentenceTransformerDenseEncoder
 
+    int8 = dense.dense_precision == "int8"  # every text through the ONNX export's int8 copy; torch only as fallback
     heavy = SentenceTransformerDenseEncoder(
         model or dense.dense_model,
         device=dense.dense_device,
-        precision=dense.dense_precision,
+        precision="auto" if int8 else dense.dense_precision,
         batch_size=dense.embed_batch_size,
         **_local_runtime(settings.runtime),
         languages=dense.dense_scripts,
@@ -176,7 +177,11 @@ def build_dense_encoder(settings: Settings, model: str | None = None) -> DenseEn
     if dense.light_encoder == "auto" and dense.dense_device == "cpu":  # built on first use
         light = functools.partial(build_light_dense_encoder, settings, heavy)
     return RoutedDenseEncoder(
-        CheckedDenseEncoder(heavy), light, max_batch=dense.light_encoder_max_batch, query_cache=dense.query_cache_size
+        CheckedDenseEncoder(heavy),
+        light,
+        max_batch=dense.light_encoder_max_batch,
+        query_cache=dense.query_cache_size,
+        all_documents=int8,
     )
 
 
@@ -200,6 +205,7 @@ def build_light_dense_encoder(settings: Settings, heavy: SentenceTransformerDens
         batch_size=settings.dense.embed_batch_size,
         threads=settings.runtime.torch_threads,
         query_precision=settings.dense.query_precision,
+        document_precision="int8" if settings.dense.dense_precision == "int8" else "float32",
     )
     return CheckedDenseEncoder(light) if light is not None else None
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -192,6 +193,25 @@ def test_search_and_a_small_reingest_never_import_torch(tmp_path: Path, corpus: 
     assert report["documents"]["changed"] == 1 and report["chunks"]["embedded"] >= 1
     out, proc = cli_subprocess("--data-dir", str(data), "search", "tidal bore estuary", "--mode", "hybrid", "--json")
     assert proc == {"code": 0, "heavy": [], "before_warm_up": []}
+    assert out["hits"][0]["filename"] == "tides.txt"
+
+
+def test_an_int8_ingest_of_any_size_never_imports_torch(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RAGINDEX_DENSE_PRECISION=int8: every chunk through ONNX Runtime's int8 copy, even past the light encoder's
+    size limit (0 here: every ingest would be a bulk one for torch), and its vectors keyed by their precision."""
+    monkeypatch.setenv("RAGINDEX_DENSE_PRECISION", "int8")
+    monkeypatch.setenv("RAGINDEX_LIGHT_ENCODER_MAX_BATCH", "0")
+    data = tmp_path / "data"
+    report, proc = cli_subprocess("--data-dir", str(data), "ingest", str(corpus), "--json")
+    assert proc == {"code": 0, "heavy": ["sqlalchemy"], "before_warm_up": []}
+    assert report["chunks"]["embedded"] >= len(DOCS)
+    with sqlite3.connect(data / "ragindex.db") as db:
+        keys = {key for (key,) in db.execute("SELECT DISTINCT model_key FROM embedding_cache")}
+    assert keys == {"st:sentence-transformers/all-MiniLM-L6-v2|int8"}
+    out, proc = cli_subprocess("--data-dir", str(data), "search", "spring and neap tides", "--mode", "dense", "--json")
+    assert proc["code"] == 0 and "torch" not in proc["heavy"]
     assert out["hits"][0]["filename"] == "tides.txt"
 
 

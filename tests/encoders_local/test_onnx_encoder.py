@@ -251,6 +251,37 @@ def test_an_int8_query_vector_does_not_depend_on_the_queries_encoded_with_it(
     assert np.allclose(docs[0], int8.encode_documents([query])[0], atol=1e-6)
 
 
+def test_int8_precision_encodes_every_chunk_and_query_with_the_int8_copy(
+    onnx: OnnxDenseEncoder, onnx_cache_dir: Path
+) -> None:
+    """RAGINDEX_DENSE_PRECISION=int8: chunks and queries through the int8 copy, one text a call, at any ingest size."""
+    settings = Settings(onnx_cache_dir=onnx_cache_dir, dense_precision="int8", light_encoder_max_batch=0)
+    router = factory.build_dense_encoder(settings)
+    assert isinstance(router, RoutedDenseEncoder) and not router.bulk(100_000)
+    picked = router.for_documents(100_000)
+    assert isinstance(picked, CheckedDenseEncoder) and isinstance(picked.inner, OnnxDenseEncoder)
+    int8 = picked.inner
+    assert int8.document_file == int8.query_file == onnx.model_file.with_name("model.int8.onnx")
+    # the same vector space (no reindex to switch), its own cache entries
+    assert int8.fingerprint == onnx.fingerprint and int8.cache_key == f"{onnx.fingerprint}|int8" != onnx.cache_key
+    texts = [t for t in real_texts() if t.strip()]
+    docs = int8.encode_documents(texts)
+    cosines = np.sum(docs * onnx.encode_documents(texts), axis=1)
+    # measured: mean ~0.99; whole SciFact abstracts 0.995 (docs/evaluation.md); a broken graph gives ~0 or 1
+    assert cosines.min() >= 0.95 and cosines.mean() >= 0.985, texts[int(cosines.argmin())]
+    assert cosines.max() < 0.99999  # the int8 graph really encoded them
+    # one text a call: a chunk's vector does not depend on the chunks encoded beside it
+    assert np.array_equal(docs[3], int8.encode_documents([texts[3]])[0])
+    assert np.array_equal(router.encode_documents(texts[:4]), docs[:4])  # direct calls take the int8 copy too
+    assert np.array_equal(router.encode_queries(texts[:2]), int8.encode_queries(texts[:2]))
+
+
+def test_int8_precision_needs_the_local_model_on_the_cpu_through_onnx() -> None:
+    for wrong in ({"light_encoder": "off"}, {"dense_device": "cuda"}):
+        with pytest.raises(ValueError, match="dense_precision=int8 runs the local model's ONNX export"):
+            Settings(dense_precision="int8", **wrong)
+
+
 def test_a_failed_int8_write_keeps_float32_queries_with_one_warning(
     tmp_path: Path, onnx: OnnxDenseEncoder, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -44,7 +44,7 @@ def test_env_prefix_and_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
         {"chunker": "sentences"},
         {"collection_prefix": "1bad-name"},
         {"index_backend": "qdrant"},
-        {"dense_precision": "int8"},
+        {"dense_precision": "int4"},
     ],
 )
 def test_invalid_settings_fail_loudly(overrides: dict[str, object]) -> None:

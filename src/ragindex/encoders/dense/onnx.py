@@ -31,15 +31,16 @@ QueryPrecision = Literal["auto", "float32", "int8"]
 
 @dataclass(eq=False)
 class OnnxDenseEncoder(PrecisionCacheKey):
-    """A sentence-transformers model exported to ONNX, encoding in float32 on the CPU.
+    """A sentence-transformers model exported to ONNX, encoding on the CPU (float32, or its int8 copy).
 
     Args:
         layout: The model directory's tokenizer and pooling facts (:func:`~.onnx_export.read_layout`).
-        model_file: The exported graph (:func:`~.onnx_export.export_onnx`): documents, and queries unless
-            ``query_model_file`` is set.
+        model_file: The exported graph (:func:`~.onnx_export.export_onnx`): documents and queries unless
+            ``document_model_file`` or ``query_model_file`` says otherwise.
         query_model_file: The graph that encodes queries, if another (the int8 copy,
-            :func:`~.onnx_export.quantize_onnx`); documents always use ``model_file``, so indexed vectors stay
-            float32.
+            :func:`~.onnx_export.quantize_onnx`).
+        document_model_file: The graph that encodes documents, if another: the int8 copy with
+            ``RAGINDEX_DENSE_PRECISION=int8`` (:attr:`precision` is then ``int8``, and so is the cache key).
         fingerprint: The torch encoder's fingerprint (prompts included): the vector space is the same.
         languages: Scripts the model covers (the torch encoder's).
         prompts: The torch encoder's query and document prompts, put in front of the texts here.
@@ -47,15 +48,13 @@ class OnnxDenseEncoder(PrecisionCacheKey):
         threads: Intra-op threads, or None for ONNX Runtime's default (one per physical core).
     """
 
-    precision = "float32"
-    """These are float32 vectors, equal to torch's float32 ones (the cache key's precision)."""
-
     layout: OnnxLayout
     model_file: Path
     _: KW_ONLY
     fingerprint: str
     languages: frozenset[Script]
     query_model_file: Path | None = None
+    document_model_file: Path | None = None
     prompts: Prompts = NO_PROMPTS
     batch_size: int = 64
     threads: int | None = None
@@ -67,6 +66,16 @@ class OnnxDenseEncoder(PrecisionCacheKey):
     def query_file(self) -> Path:
         """The graph that encodes queries."""
         return self.query_model_file or self.model_file
+
+    @property
+    def document_file(self) -> Path:
+        """The graph that encodes documents."""
+        return self.document_model_file or self.model_file
+
+    @property
+    def precision(self) -> str:
+        """The documents' precision (the cache key's): ``float32`` (torch's float32 vectors) or ``int8``."""
+        return "float32" if self.document_file == self.model_file else "int8"
 
     @property
     def dimension(self) -> int:
@@ -144,8 +153,8 @@ class OnnxDenseEncoder(PrecisionCacheKey):
         return out
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Chunk vectors (the document prompt in front of each text), always from the float32 graph."""
-        return self._encode(self.prompts.documents(texts), self.model_file)
+        """Chunk vectors (the document prompt in front of each text), from the document graph."""
+        return self._encode(self.prompts.documents(texts), self.document_file)
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Query vectors (the query prompt in front of each text), from the query graph."""
@@ -167,13 +176,15 @@ def prepare_onnx_encoder(
     batch_size: int = 64,
     threads: int | None = None,
     query_precision: QueryPrecision = "float32",
+    document_precision: Literal["float32", "int8"] = "float32",
 ) -> OnnxDenseEncoder | None:
     """The light encoder of a local model, exported first if its cache has no copy; None if unsupported.
 
     ``fingerprint`` (prompts included) is the encoder's; the export is the model's alone, kept under
     ``model_fingerprint`` (default ``fingerprint``), so changing the prompts does not export the model again.
     Queries are encoded by an int8 copy of the export (:func:`int8_query_file`) with ``query_precision`` ``int8``,
-    or ``auto`` once that copy has passed its check against float32; documents always use the float32 graph.
+    or ``auto`` once that copy has passed its check against float32. Documents use the float32 graph, or with
+    ``document_precision`` ``int8`` (``RAGINDEX_DENSE_PRECISION=int8``) the int8 copy, and then queries do too.
 
     Unsupported (None, logged at info): no local directory, or a pipeline the export does not reproduce
     (see :func:`~.onnx_export.read_layout`).
@@ -191,33 +202,43 @@ def prepare_onnx_encoder(
     if not target.is_file():
         export_onnx(layout, target)
 
-    def build(query_file: Path | None) -> OnnxDenseEncoder:
+    def build(query_file: Path | None, document_file: Path | None = None) -> OnnxDenseEncoder:
         return OnnxDenseEncoder(
             layout,
             target,
             fingerprint=fingerprint,
             languages=frozenset(languages),
             query_model_file=query_file,
+            document_model_file=document_file,
             prompts=prompts,
             batch_size=batch_size,
             threads=threads,
         )
 
-    query_target = int8_query_file(target, query_precision, build) if query_precision != "float32" else None
-    encoder = build(query_target)
+    if document_precision == "int8":  # one graph for both sides: a query meets chunks of its own precision
+        int8 = int8_query_file(target, "int8", build, side="documents", setting="RAGINDEX_DENSE_PRECISION")
+        encoder = build(int8, int8)
+    else:
+        encoder = build(int8_query_file(target, query_precision, build) if query_precision != "float32" else None)
     encoder.load()
     return encoder
 
 
 def int8_query_file(
-    target: Path, precision: QueryPrecision, build: Callable[[Path | None], OnnxDenseEncoder]
+    target: Path,
+    precision: QueryPrecision,
+    build: Callable[[Path | None], OnnxDenseEncoder],
+    *,
+    side: str = "queries",
+    setting: str = "RAGINDEX_QUERY_PRECISION",
 ) -> Path | None:
     """The int8 copy of the export ``target`` that should encode queries, or None for float32 queries.
 
     The copy is written on first use (:func:`~.onnx_export.quantize_onnx`) and checked once against the float32
     graph (:mod:`~.int8_check`). ``auto`` takes it only if the check passed; ``int8`` takes it anyway, with a
     warning if it did not. A copy that cannot be written (read-only cache) means float32 queries: with a warning
-    when ``int8`` was asked for, at info level for ``auto``.
+    when ``int8`` was asked for, at info level for ``auto``. ``side`` and ``setting`` name, in those messages, what
+    the copy encodes and the setting that asked for it.
     """
     from ragindex.encoders.dense.int8_check import keep_agreement, measure_agreement, read_agreement
     from ragindex.encoders.dense.onnx_export import INT8_MODEL_FILE, quantize_onnx
@@ -228,7 +249,7 @@ def int8_query_file(
         try:
             quantize_onnx(target, int8)
         except ConfigurationError as exc:  # e.g. a read-only cache prepared without it: float32 still serves
-            (log.warning if asked else log.info)("queries are encoded in float32: %s", exc.message)
+            (log.warning if asked else log.info)("%s are encoded in float32: %s", side, exc.message)
             return None
     agreement = read_agreement(int8)
     if agreement is None:
@@ -240,17 +261,14 @@ def int8_query_file(
                 quantize_onnx(target, int8)
                 agreement = measure_agreement(build(int8))
             except ConfigurationError as again:
-                log.warning("queries are encoded in float32: %s", again.message)
+                log.warning("%s are encoded in float32: %s", side, again.message)
                 return None
         keep_agreement(int8, agreement)
         log.info("int8 query encoder %s: %s", int8, agreement.describe())
     if agreement.accepted:
         return int8
     if asked:
-        log.warning(
-            "int8 query vectors stray from float32 (%s); used as RAGINDEX_QUERY_PRECISION=int8 asks",
-            agreement.describe(),
-        )
+        log.warning("int8 vectors stray from float32 (%s); used as %s=int8 asks", agreement.describe(), setting)
         return int8
     log.info("queries are encoded in float32: the int8 copy strays from it (%s)", agreement.describe())
     return None

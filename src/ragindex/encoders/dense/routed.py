@@ -76,6 +76,9 @@ class RoutedDenseEncoder(InnerIdentity):
         light: Builds the light encoder (None: no light encoder).
         max_batch: Ingests of at most this many chunks use the light encoder (see :meth:`for_documents`).
         query_cache: Query vectors kept (LRU by fingerprint and text).
+        all_documents: Every ingest and :meth:`encode_documents` use the light encoder, whatever its size
+            (``RAGINDEX_DENSE_PRECISION=int8``: the light encoder is the int8 one); the heavy one only if the light
+            one is unavailable.
     """
 
     def __init__(
@@ -85,8 +88,10 @@ class RoutedDenseEncoder(InnerIdentity):
         *,
         max_batch: int = 256,
         query_cache: int = 1024,
+        all_documents: bool = False,
     ) -> None:
         self.heavy = heavy
+        self.all_documents = all_documents
         self._light_factory = light
         self._light: DenseEncoder | None = None
         self._light_ready = light is None
@@ -130,8 +135,8 @@ class RoutedDenseEncoder(InnerIdentity):
         self._light = None
 
     def for_documents(self, count: int) -> DenseEncoder:
-        """The encoder for an ingest embedding ``count`` chunks: light up to ``max_batch``, else heavy."""
-        if count <= self.max_batch:
+        """The encoder for an ingest embedding ``count`` chunks: light up to ``max_batch`` (any, all_documents)."""
+        if count <= self.max_batch or self.all_documents:
             light = self.light()
             if light is not None:
                 return light
@@ -139,10 +144,17 @@ class RoutedDenseEncoder(InnerIdentity):
 
     def bulk(self, count: int) -> bool:
         """Whether an ingest of ``count`` chunks goes to the heavy encoder (over ``max_batch``, or no light one)."""
-        return count > self.max_batch or self._light_factory is None
+        if self._light_factory is None:
+            return True
+        return not self.all_documents and count > self.max_batch
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Chunk vectors from the heavy encoder (whose :attr:`cache_key` this encoder reports)."""
+        """Chunk vectors from the heavy encoder (whose :attr:`cache_key` this encoder reports).
+
+        With ``all_documents``, from :meth:`for_documents`'s pick (the light one), as a caching caller keys them.
+        """
+        if self.all_documents:
+            return self.for_documents(len(texts)).encode_documents(texts)
         return self.heavy.encode_documents(texts)
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
