@@ -31,8 +31,8 @@ class DenseSettings(SettingsSection):
         description="`auto` (bf16 weights where the CPU has native bf16, else float32), `float32`, `bfloat16` "
         "(autocast: bf16 matrix products, float32 weights), `bfloat16-weights`, or `int8`: every chunk and query "
         "through the int8 copy of the ONNX export, one text a call, without torch (needs "
-        "`RAGINDEX_LIGHT_ENCODER=auto` and the CPU; ~1.5-2.2x the speed of bf16 torch on CPUs with int8 dot "
-        "products, dense nDCG@10 within 0.003 of float32 on the four English collections of docs/evaluation.md).",
+        "`RAGINDEX_LIGHT_ENCODER=auto` and the CPU). A cold ingest took 1.6-3x less time than bf16 torch on a CPU "
+        "with int8 dot products, at 0.003-0.006 less dense nDCG@10 on four English collections (docs/evaluation.md).",
     )
     embed_batch_size: int = Field(64, ge=1, le=4096, description="Chunks per encoder batch and per index write.")
     dense_provider: Literal["local", "openai"] = Field(
