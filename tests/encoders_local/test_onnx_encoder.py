@@ -255,8 +255,8 @@ def test_int8_precision_encodes_every_chunk_and_query_with_the_int8_copy(
     onnx: OnnxDenseEncoder, onnx_cache_dir: Path
 ) -> None:
     """RAGINDEX_DENSE_PRECISION=int8: chunks and queries through the int8 copy, one text a call, at any ingest size."""
-    settings = Settings(onnx_cache_dir=onnx_cache_dir, dense_precision="int8", light_encoder_max_batch=0)
-    router = factory.build_dense_encoder(settings)
+    # the default size limit (256 chunks): only the setting a user changes, and an ingest far above the limit
+    router = factory.build_dense_encoder(Settings(onnx_cache_dir=onnx_cache_dir, dense_precision="int8"))
     assert isinstance(router, RoutedDenseEncoder) and not router.bulk(100_000)
     picked = router.for_documents(100_000)
     assert isinstance(picked, CheckedDenseEncoder) and isinstance(picked.inner, OnnxDenseEncoder)

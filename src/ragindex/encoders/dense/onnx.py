@@ -232,7 +232,7 @@ def int8_query_file(
     side: str = "queries",
     setting: str = "RAGINDEX_QUERY_PRECISION",
 ) -> Path | None:
-    """The int8 copy of the export ``target`` that should encode queries, or None for float32 queries.
+    """The int8 copy of the export ``target`` that should encode queries (and chunks too), or None for float32.
 
     The copy is written on first use (:func:`~.onnx_export.quantize_onnx`) and checked once against the float32
     graph (:mod:`~.int8_check`). ``auto`` takes it only if the check passed; ``int8`` takes it anyway, with a
