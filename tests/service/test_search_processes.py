@@ -8,6 +8,7 @@ the service process answers them, and the scores the processes observed reaching
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -174,3 +175,73 @@ def test_the_index_server_serves_reads_only(pooled: tuple[Service, httpx.Client]
         assert status == "error" and "delete_points" in message
     finally:
         remote.close()
+
+
+def test_a_search_body_goes_to_a_search_process_as_received(pooled: tuple[Service, httpx.Client]) -> None:
+    """The fast path: the service hands the body over undecoded; the answer is the route's, and so is its label."""
+    service, client = pooled
+    pool = _pool(service)
+    before, searches = pool.bodies, pool.searches
+    registry = service.state.metrics.registry
+    labels = {"route": "/v1/search", "method": "POST", "status": "200"}
+    counted = registry.get_sample_value("ragindex_http_request_duration_seconds_count", labels) or 0.0
+    response = _search(client, "when is honey harvested", top_k=2)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"] == "application/json"
+    expected = service.state.engine.search("when is honey harvested", user_id=USER, set_id=SET, top_k=2)
+    assert [h["chunk_id"] for h in response.json()["hits"]] == [h.chunk_id for h in expected.hits]
+    assert (pool.bodies, pool.searches) == (before + 1, searches + 1)  # one search process run, no other
+    # labelled by its route, as the route's answers are
+    assert registry.get_sample_value("ragindex_http_request_duration_seconds_count", labels) == counted + 1
+
+
+def test_bodies_a_search_process_refuses_are_answered_by_the_route(pooled: tuple[Service, httpx.Client]) -> None:
+    """Invalid bodies get the route's own 422s; what only orjson refuses still gets the route's answer."""
+    service, client = pooled
+    pool = _pool(service)
+    searches = pool.searches
+    missing = client.post("/v1/search", json={"query": "honey"})
+    assert missing.status_code == 422 and missing.json()["context"]["field"] == "set_id"
+    no_query = client.post("/v1/search", json={"set_id": SET})
+    assert no_query.status_code == 422 and no_query.json()["context"]["field"] == "query"
+    not_json = client.post("/v1/search", content=b"{not json", headers={"content-type": "application/json"})
+    assert not_json.status_code == 422
+    nan = client.post(
+        "/v1/search",
+        content=b'{"set_id": 1, "query": "x", "score_threshold": NaN}',
+        headers={"content-type": "application/json"},
+    )
+    assert nan.status_code == 422 and nan.json()["context"]["field"] == "score_threshold"
+    assert pool.searches == searches + 4  # each refused once by a search process, then answered by the route alone
+    # UTF-16 is JSON to the route's decoder, not to orjson: the route runs it (in a search process, as a call)
+    utf16 = json.dumps({"set_id": SET, "query": "when is honey harvested"}).encode("utf-16")
+    answer = client.post("/v1/search", content=utf16, headers={"content-type": "application/json"})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["hits"][0]["key"] == "bees"
+
+
+def test_a_body_without_a_length_or_of_another_type_goes_to_the_route(pooled: tuple[Service, httpx.Client]) -> None:
+    service, client = pooled
+    pool = _pool(service)
+    bodies, searches = pool.bodies, pool.searches
+    body = json.dumps({"set_id": SET, "query": "when is honey harvested"}).encode()
+    chunked = client.post(
+        "/v1/search", content=iter([body[:10], body[10:]]), headers={"content-type": "application/json"}
+    )
+    assert chunked.status_code == 200, chunked.text
+    assert chunked.json()["hits"][0]["key"] == "bees"
+    other = client.post("/v1/search", content=body, headers={"content-type": "text/plain"})
+    assert other.status_code == 422  # the route's answer to a body that is not JSON to it
+    assert pool.bodies == bodies and pool.searches == searches + 1  # the chunked one, as the route's call
+
+
+def test_a_search_that_fails_in_a_search_process_runs_once_more_in_the_service(
+    pooled: tuple[Service, httpx.Client],
+) -> None:
+    """A failed search is the service process's to run and answer: not a second trip to a search process."""
+    service, client = pooled
+    pool = _pool(service)
+    searches = pool.searches
+    bad = _search(client, "honey", filter={"year": {"$gte": 2020}})
+    assert bad.status_code == 422 and bad.json()["context"]["field"] == "filter"
+    assert pool.searches == searches + 1

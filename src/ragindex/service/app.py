@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 from ragindex._optional import missing_extra
 
 try:
-    from fastapi import FastAPI
+    from fastapi import APIRouter, FastAPI
     from starlette.concurrency import run_in_threadpool
 except ImportError as exc:  # imported by a library user without the extra
     raise missing_extra("service", "the HTTP service (ragindex.service)", exc) from exc
@@ -35,6 +35,7 @@ from ragindex.service.queue import EventPublisher, IngestQueue
 from ragindex.service.readiness import DenseWarmUp
 from ragindex.service.reconcile import start_reconciler
 from ragindex.service.routes import admin, chunks, dify, documents, health, jobs, records, search
+from ragindex.service.search_path import SEARCH_PATH, SearchFastPath
 from ragindex.service.search_pool import SearchPool
 from ragindex.service.settings import ServiceSettings
 from ragindex.service.sources import SourcePaths
@@ -231,11 +232,17 @@ def create_app(
     if service.api_docs:
         app.include_router(docs.router)
     app.include_router(page_router)  # GET / : the retrieval-testing page
+    # innermost of ours: a search's body goes to a search process once the key and the body limit are checked
+    app.add_middleware(SearchFastPath, state=lambda: _state_of(app), route=_route(search.router, SEARCH_PATH, "POST"))
     app.add_middleware(BodyLimitMiddleware, limit=service.max_upload_bytes)
     # the key and the uploads in flight are checked before a body is read (outside the body limit: 401 first)
     app.add_middleware(RequestGate, state=lambda: _state_of(app), max_uploads=service.max_concurrent_uploads)
     app.add_middleware(MetricsMiddleware, metrics=lambda: _metrics_of(app))
     return app
+
+
+def _route(router: APIRouter, path: str, method: str) -> object:
+    return next(r for r in router.routes if getattr(r, "path", None) == path and method in getattr(r, "methods", ()))
 
 
 def _metrics_of(app: FastAPI) -> Metrics | None:

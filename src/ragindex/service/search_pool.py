@@ -14,8 +14,10 @@ the scores the processes observed. A search that fails in a search process (a ba
 crashed process) runs again in the owner, which raises its error as it always did.
 
 Concurrent searches are batched: each search process takes up to ``RAGINDEX_SEARCH_BATCH_MAX`` waiting searches at a
-time and encodes their queries in one forward pass. The design and its measurements: docs/service.md, "The read
-path (issue 27)".
+time and encodes their queries in one forward pass. A ``POST /v1/search`` body may travel as it was received
+(:class:`SearchBody`, from :class:`~ragindex.service.search_path.SearchFastPath`): the search process decodes and
+validates it, so that the service process spends no time on it. The design and its measurements: docs/service.md,
+"The read path (issue 27)".
 """
 
 from __future__ import annotations
@@ -33,15 +35,16 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import orjson
 
 from ragindex.config.settings import Settings
 from ragindex.engine import Engine
-from ragindex.errors import RetrievalBackendError
+from ragindex.errors import RagindexError, RetrievalBackendError, ValidationError
 from ragindex.gc_freeze import freeze_heap, own_process
 from ragindex.index.protocol import VectorIndex
+from ragindex.service.schemas import SearchRequest
 from ragindex.service.sources import SourcePaths
 
 log = logging.getLogger(__name__)
@@ -224,20 +227,95 @@ def _warm() -> tuple[int, int]:
 Outcome = tuple[bytes, dict[str, str], list[tuple[str, str, list[float]]]] | None
 """A search's answer (JSON), its degraded sources and the scores it observed; None: run it in the owner."""
 
+INVALID: Literal["invalid"] = "invalid"
+"""The outcome of a :class:`SearchBody` that did not decode or validate: the service's route answers it."""
 
-def _search_batch(calls: Sequence[Mapping[str, Any]]) -> list[Outcome]:
-    """Run ``calls`` (:meth:`Engine.search` keyword arguments) one after the other, their queries encoded at once."""
+BodyOutcome = Outcome | Literal["invalid"]
+"""The outcome of a :class:`SearchBody`: a search's, or :data:`INVALID`."""
+
+
+@dataclass(frozen=True)
+class SearchBody:
+    """A ``POST /v1/search`` body as the service received it, for a search process to decode, validate and run.
+
+    Args:
+        body: The request's body (JSON).
+        user_id: The tenant of the request's key (checked by the service).
+        rerank_supported: Whether the deployment can rerank (a body asking for it otherwise is the route's 422).
+    """
+
+    body: bytes
+    user_id: int
+    rerank_supported: bool
+
+
+def engine_call(body: SearchRequest, user_id: int, *, rerank_supported: bool) -> dict[str, Any]:
+    """The :meth:`Engine.search` keyword arguments of a validated ``POST /v1/search`` body.
+
+    Raises:
+        ValidationError: The body has neither a ``query`` nor a ``vector``, or asks a deployment that cannot
+            rerank to rerank.
+    """
+    if "query" not in body.model_fields_set and body.vector is None:
+        raise ValidationError("query", "Field required: the query text, or a `vector` (with mode dense)")
+    call: dict[str, Any] = {
+        "query": body.query,
+        "user_id": user_id,
+        "set_id": body.set_id,
+        "doc_ids": body.doc_ids,
+        "mode": body.mode or "hybrid",
+        "top_k": body.top_k,
+        "score_threshold": body.score_threshold,
+        "fusion": body.fusion,
+        "expand": body.expand,
+        "context_chars": body.context_chars,
+        "group_by": body.group_by,
+        "sources": body.sources,
+        "on_source_error": body.on_source_error,
+        "filter": body.filter,
+        "vector": body.vector,
+    }
+    if body.rerank is not None:
+        if not rerank_supported:
+            raise ValidationError("rerank", "rerank not available")
+        call["rerank"] = body.rerank
+    return call
+
+
+def _decoded(item: SearchBody) -> dict[str, Any] | None:
+    """The call of a received body, or None where it does not decode or validate.
+
+    orjson is stricter than the service's JSON decoder (no ``NaN``, no lone surrogates, no other encoding than
+    UTF-8) and the model is the route's, validated as the route validates it (from Python objects): a body refused
+    here is the route's to answer (its 422, or its search where its decoder accepted what orjson did not), so a
+    search here never accepts a body the route would refuse.
+    """
+    try:
+        return engine_call(
+            SearchRequest.model_validate(orjson.loads(item.body)), item.user_id, rerank_supported=item.rerank_supported
+        )
+    except (ValueError, RagindexError):  # orjson's and pydantic's errors are ValueErrors
+        return None
+
+
+def _search_batch(items: Sequence[Mapping[str, Any] | SearchBody]) -> list[BodyOutcome]:
+    """Run ``items`` (:meth:`Engine.search` keyword arguments, or bodies) one by one, their queries encoded at once."""
     assert _worker is not None
     engine = _worker.engine
-    encoded = (call["query"] for call in calls if call.get("vector") is None and str(call["query"]).strip())
+    calls = [_decoded(item) if isinstance(item, SearchBody) else item for item in items]
+    texts = (call["query"] for call in calls if call is not None and call.get("vector") is None)
+    encoded = (text for text in texts if str(text).strip())
     queries = list(dict.fromkeys(encoded))
     if len(queries) > 1:
         try:  # fills the query-vector cache: each search below finds its vector there
             engine.dense.encode_queries(queries)
         except Exception:  # each search meets (and reports) its own failure
             log.debug("batched query encode failed", exc_info=True)
-    out: list[Outcome] = []
+    out: list[BodyOutcome] = []
     for call in calls:
+        if call is None:
+            out.append(INVALID)
+            continue
         _worker.observed.calls = []
         try:
             result = engine.search(**call)
@@ -251,8 +329,8 @@ def _search_batch(calls: Sequence[Mapping[str, Any]]) -> list[Outcome]:
 
 @dataclass
 class _Waiting:
-    call: dict[str, Any]
-    future: asyncio.Future[Outcome]
+    item: dict[str, Any] | SearchBody
+    future: asyncio.Future[BodyOutcome]
 
 
 class SearchPool:
@@ -294,6 +372,8 @@ class SearchPool:
         """The processes that have warmed up: pid -> objects their warm-up froze."""
         self.batches = 0
         self.searches = 0
+        self.bodies = 0
+        """Searches sent as received bodies (:meth:`search_body`), of ``searches``."""
 
     @property
     def processes(self) -> int:
@@ -321,12 +401,22 @@ class SearchPool:
 
     async def search(self, call: dict[str, Any]) -> Outcome:
         """The outcome of one search (:meth:`Engine.search` keyword arguments) run in a search process."""
+        outcome = await self._run(call)
+        assert outcome != INVALID  # only a body can be invalid
+        return outcome
+
+    async def search_body(self, body: SearchBody) -> BodyOutcome:
+        """The outcome of one ``POST /v1/search`` body, decoded, validated and run in a search process."""
+        self.bodies += 1
+        return await self._run(body)
+
+    async def _run(self, item: dict[str, Any] | SearchBody) -> BodyOutcome:
         if self._queue is None:
             self._queue = asyncio.Queue()
             # two batches in flight a process: it starts the next while the service takes the answers of the last
             self._feeders = [asyncio.create_task(self._feed(self._queue)) for _ in range(self._processes * 2)]
-        future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Waiting(call, future))
+        future: asyncio.Future[BodyOutcome] = asyncio.get_running_loop().create_future()
+        await self._queue.put(_Waiting(item, future))
         return await future
 
     async def _feed(self, queue: asyncio.Queue[_Waiting]) -> None:
@@ -336,7 +426,7 @@ class SearchPool:
             while len(batch) < self.batch_max and not queue.empty():
                 batch.append(queue.get_nowait())
             try:
-                outcomes = await loop.run_in_executor(self._pool, _search_batch, [w.call for w in batch])
+                outcomes = await loop.run_in_executor(self._pool, _search_batch, [w.item for w in batch])
             except Exception:  # a crashed process: the owner runs these searches itself
                 log.exception("a search process failed; its searches run in the service process")
                 outcomes = [None] * len(batch)

@@ -9,14 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 
 from ragindex.errors import InputError, ValidationError
 from ragindex.filters import FilterError
 from ragindex.service.deps import CallerDep, StateDep
 from ragindex.service.openapi import error_responses
 from ragindex.service.schemas import SearchOut, SearchRequest
-from ragindex.service.search_pool import SearchPool
+from ragindex.service.search_path import FAILED_IN_POOL, record_outcome
+from ragindex.service.search_pool import SearchPool, engine_call
 
 router = APIRouter(prefix="/v1", tags=["search"])
 
@@ -44,29 +45,20 @@ _BAD_FILTER = {
         400, 401, 409, 413, 422, 502, 503, more={422: {"rerank_unavailable": _NO_RERANKER, "bad_filter": _BAD_FILTER}}
     ),
 )
-async def search(body: SearchRequest, state: StateDep, caller: CallerDep) -> Response:
+async def search(body: SearchRequest, state: StateDep, caller: CallerDep, request: Request) -> Response:
     """Search one set of the key's tenant; every hit is backfilled from the truth store.
 
     ``rerank: true`` on a deployment whose reranker model is not available answers 422 naming
     ``RAGINDEX_RERANK_MODEL`` (``context.setting``), before any search work.
     """
-    if "query" not in body.model_fields_set and body.vector is None:
-        raise ValidationError("query", "Field required: the query text, or a `vector` (with mode dense)")
-    options: dict[str, Any] = {}
-    if body.rerank is not None:
-        if not state.rerank_supported:
-            raise ValidationError("rerank", "rerank not available")
-        options["rerank"] = body.rerank
-    call = _call(body, caller.user_id, options)
+    call = engine_call(body, caller.user_id, rerank_supported=state.rerank_supported)
     pool = state.extra.get("search_pool")
-    if isinstance(pool, SearchPool):  # RAGINDEX_SEARCH_PROCESSES: the search runs in a search process
+    # RAGINDEX_SEARCH_PROCESSES: the search runs in a search process (unless it just failed in one, on the fast path)
+    if isinstance(pool, SearchPool) and not request.scope.get(FAILED_IN_POOL):
         outcome = await pool.search(call)
         if outcome is not None:
             answer, degraded, observed = outcome
-            if state.engine.score_watch is not None:
-                for source, fingerprint, scores in observed:
-                    state.engine.score_watch.observe(source, fingerprint, scores)
-            state.metrics.search_done(degraded)
+            record_outcome(state, degraded, observed)
             return Response(answer, media_type="application/json")
     try:  # here, or again after it failed in a search process: this raises its error
         result = await state.aengine.search(**call)
@@ -92,25 +84,3 @@ def filter_error(exc: InputError, field: str = "filter") -> ValidationError:
     error = ValidationError(field, exc.message, **context)
     error.__cause__ = exc
     return error
-
-
-def _call(body: SearchRequest, user_id: int, options: dict[str, Any]) -> dict[str, Any]:
-    """The keyword arguments of :meth:`Engine.search` for ``body``."""
-    return {
-        "query": body.query,
-        "user_id": user_id,
-        "set_id": body.set_id,
-        "doc_ids": body.doc_ids,
-        "mode": body.mode or "hybrid",
-        "top_k": body.top_k,
-        "score_threshold": body.score_threshold,
-        "fusion": body.fusion,
-        "expand": body.expand,
-        "context_chars": body.context_chars,
-        "group_by": body.group_by,
-        "sources": body.sources,
-        "on_source_error": body.on_source_error,
-        "filter": body.filter,
-        "vector": body.vector,
-        **options,
-    }
