@@ -13,7 +13,8 @@ modified, then 1% of the records removed.
 
 Query p50: 100 SciFact queries one at a time in process (the query encode included): dense for Chroma, hybrid and
 dense for ragindex. Searches/s over HTTP: ``ragindex serve`` and ``chroma run`` on loopback, 8 and 32 concurrent
-clients (one ``httpx.AsyncClient``) for ``BENCH_PEERS_SECONDS`` each, like with like: both sent the same query
+clients (keep-alive connections of :mod:`bench.http_load`, a light client: ~0.2 ms of CPU a request) for
+``BENCH_PEERS_SECONDS`` each, like with like: both sent the same query
 vectors computed beforehand (dense), then both sent query texts. Chroma's server embeds nothing (its HTTP client
 embeds with its own function), so its text row encodes each query in the client (float32 sentence-transformers),
 while ragindex's server encodes each query itself (hybrid: dense and BM25).
@@ -38,6 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench import http_load
 from bench.common import BENCH_DIR, ROOT, SCIFACT, Proc, env_int, ragindex, run_proc, save_section
 
 PEERS_VENV = Path(os.environ.get("BENCH_PEERS_VENV", "/work/venvs/peers"))
@@ -172,42 +174,8 @@ async def _load(
     *,
     prepare: Callable[[str], dict[str, Any]] | None = None,
 ) -> Any:
-    """``clients`` loops posting ``bodies`` in turn for ``seconds``; with ``prepare``, each body is ``prepare(text)``
-    of an item's ``text``, made in a thread inside the timed request (a client that embeds before it sends)."""
-    import httpx
-
-    limits = httpx.Limits(max_connections=clients + 4, max_keepalive_connections=clients + 4)
-    times: list[float] = []
-    errors = 0
-    async with httpx.AsyncClient(headers=headers, timeout=120, limits=limits) as client:
-        deadline = time.perf_counter() + seconds
-
-        async def loop(offset: int) -> None:
-            nonlocal errors
-            i = offset
-            while time.perf_counter() < deadline:
-                started = time.perf_counter()
-                body = bodies[i % len(bodies)]
-                if prepare is not None:
-                    body = await asyncio.to_thread(prepare, body["text"])
-                response = await client.post(url, json=body)
-                if response.status_code == 200:
-                    times.append((time.perf_counter() - started) * 1000)
-                else:
-                    errors += 1
-                i += clients
-
-        started = time.perf_counter()
-        await asyncio.gather(*(loop(c) for c in range(clients)))
-        elapsed = time.perf_counter() - started
-    times.sort()
-    return {
-        "clients": clients,
-        "searches_per_s": len(times) / elapsed,
-        "p50_ms": statistics.median(times) if times else None,
-        "p99_ms": times[int(len(times) * 0.99)] if times else None,
-        "errors": errors,
-    }
+    """``clients`` connections posting ``bodies`` for ``seconds`` (:func:`bench.http_load.load`)."""
+    return await http_load.load(url, headers, bodies, clients, seconds, prepare=prepare)
 
 
 def _wait(url: str, proc: subprocess.Popen[bytes], limit_s: float = 600) -> None:
