@@ -302,13 +302,13 @@ def test_a_request_reads_its_key_once(service: Service, monkeypatch: pytest.Monk
     key = service.key(31)
     store = service.state.store
     lookups: list[str] = []
-    read = store.api_key_by_hash
+    read = store.key_owner
 
     def counted(key_hash: str) -> object:
         lookups.append(key_hash)
         return read(key_hash)
 
-    monkeypatch.setattr(store, "api_key_by_hash", counted)
+    monkeypatch.setattr(store, "key_owner", counted)
     with service.client(key) as client:
         me = client.get("/v1/me").json()
         assert me["user_id"] == 31 and len(lookups) == 1

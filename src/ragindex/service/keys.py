@@ -49,10 +49,11 @@ def authenticate(store: ApiKeyStore, key: str) -> Principal | None:
     """The principal of an un-revoked key, or None (unknown, malformed or revoked)."""
     if not key.startswith(KEY_PREFIX) or len(key) > 200:
         return None
-    row = store.api_key_by_hash(hash_key(key))
-    if row is None:
+    owner = store.key_owner(hash_key(key))
+    if owner is None:
         return None
-    return Principal(key_id=row.key_id, user_id=row.user_id, admin=row.admin)
+    key_id, user_id, admin = owner
+    return Principal(key_id=key_id, user_id=user_id, admin=admin)
 
 
 def describe(row: ApiKeyRow) -> dict[str, Any]:
