@@ -1,11 +1,10 @@
-"""A child Python that reports where glibc's malloc put a large block (tests of ragindex.encoders.heap).
+"""A child Python that reports what ``malloc_trim`` gives back (tests of ragindex.encoders.heap).
 
-The heap cap is process-wide and for good, so each check runs in its own interpreter: ``run_probe(setup)`` runs
-``setup``, frees a 16 MiB block (which, uncapped, raises glibc's dynamic mmap threshold above 4 MiB, as a torch
-forward pass does), allocates eight 4 MiB blocks and returns the last printed line: ``setup``'s ``result`` and the
-bytes that came from mmap for them (``mallinfo2().hblkhd``). Eight, not one: malloc serves a block from a free
-chunk of the heap before it asks mmap, whatever the threshold, and a setup that freed a large heap block before
-the cap (imports, a model's files) left one such chunk now and then (the whole suite saw 0 bytes once).
+Each check runs in its own interpreter, on this machine's real glibc malloc: ``run_probe(setup)`` frees a 16 MiB
+block (which raises glibc's dynamic mmap threshold above 4 MiB, as a torch forward pass does), so that 32 blocks of
+4 MiB then come from the heap; it writes them (their pages become resident), allocates a block above them that stays
+(the heap's top cannot shrink past it, as the model's own allocations do), frees the 32, runs ``setup`` and returns
+the last printed line: ``setup``'s ``result`` and the bytes by which the resident set shrank while ``setup`` ran.
 """
 
 from __future__ import annotations
@@ -17,33 +16,39 @@ import textwrap
 
 _PROBE = textwrap.dedent(
     """
-    import ctypes
-
-    class Mallinfo2(ctypes.Structure):
-        _fields_ = [(name, ctypes.c_size_t) for name in (
-            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+    import ctypes, os
 
     libc = ctypes.CDLL("libc.so.6")
-    libc.mallinfo2.restype = Mallinfo2
     libc.malloc.restype = ctypes.c_void_p
     libc.malloc.argtypes = [ctypes.c_size_t]
     libc.free.argtypes = [ctypes.c_void_p]
+    page = os.sysconf("SC_PAGE_SIZE")
+
+    def resident():
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * page
+
     result = None
-    {setup}
     libc.free(libc.malloc(16 << 20))
-    before = libc.mallinfo2().hblkhd
-    blocks = [libc.malloc(4 << 20) for _ in range(8)]
-    print(result, libc.mallinfo2().hblkhd - before)
+    blocks = [libc.malloc(4 << 20) for _ in range(32)]
+    for block in blocks:
+        ctypes.memset(block, 1, 4 << 20)
+    pin = libc.malloc(2 << 20)
+    for block in blocks:
+        libc.free(block)
+    before = resident()
+    {setup}
+    print(result, before - resident())
     """
 )
 
 
-def run_probe(setup: str, **env: str) -> tuple[str, int]:
-    """(``result`` as printed, bytes mmapped for a 4 MiB block) after ``setup`` ran in a fresh interpreter."""
-    child_env = {k: v for k, v in os.environ.items() if k != "MALLOC_MMAP_THRESHOLD_"} | env
+def run_probe(setup: str) -> tuple[str, int]:
+    """(``result`` as printed, bytes the resident set shrank by during ``setup``) in a fresh interpreter."""
+    child_env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
     code = _PROBE.replace("{setup}", setup)
     lines = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=child_env, timeout=300
     ).stdout.splitlines()
-    result, mapped = lines[-1].split()
-    return result, int(mapped)
+    result, released = lines[-1].split()
+    return result, int(released)

@@ -8,8 +8,6 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ragindex.encoders.heap import cap_heap_growth
-
 T = TypeVar("T")
 
 # One loaded model per key and process: engines, the service and tests share it.
@@ -30,14 +28,9 @@ def quiet_hub(*, offline: bool) -> None:
 
 
 def load_once(key: Hashable, build: Callable[[], T]) -> T:
-    """``build()`` the first time ``key`` is asked for in this process, the same object afterwards.
-
-    Every local torch model (dense, BGE-M3, cross-encoder) is built here, so this is where the heap cap is set:
-    before the model's first forward pass (:func:`~ragindex.encoders.heap.cap_heap_growth`).
-    """
+    """``build()`` the first time ``key`` is asked for in this process, the same object afterwards."""
     with _LOCK:
         if key not in _LOADED:
-            cap_heap_growth()
             _LOADED[key] = build()
         loaded: T = _LOADED[key]
     return loaded

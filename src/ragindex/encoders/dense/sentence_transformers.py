@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ragindex.encoders._hf import load_once, local_model_dir, quiet_hub
+from ragindex.encoders.heap import release_heap
 from ragindex.encoders.precision import BF16_WEIGHTS, PrecisionCacheKey, resolve_precision
 from ragindex.encoders.prompts import Prompts, resolve_prompts
 from ragindex.errors import ConfigurationError, EncodingError
@@ -193,8 +194,11 @@ class SentenceTransformerDenseEncoder(PrecisionCacheKey):
         )
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Chunk vectors (sentence-transformers sorts each call by length for speed)."""
-        return self._encode(texts, query=False)
+        """Chunk vectors (sentence-transformers sorts each call by length for speed); the heap freed, released."""
+        try:
+            return self._encode(texts, query=False)
+        finally:
+            release_heap()
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Query vectors."""

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ragindex.encoders._hf import load_once, quiet_hub
+from ragindex.encoders.heap import release_heap
 from ragindex.encoders.sparse.cleaning import clean_lexical_weights
 from ragindex.errors import ConfigurationError, EncodingError
 from ragindex.types import SparseVector
@@ -236,8 +237,11 @@ class BgeM3SparseEncoder:
         return [clean_lexical_weights(w, top_k=self.top_k, min_weight=self.min_weight) for w in raw]
 
     def encode_documents(self, texts: Sequence[str]) -> list[SparseVector]:
-        """Cleaned lexical weights of document chunks."""
-        return self._encode(texts)
+        """Cleaned lexical weights of document chunks; the heap their forward pass freed, released."""
+        try:
+            return self._encode(texts)
+        finally:
+            release_heap()
 
     def encode_queries(self, texts: Sequence[str]) -> list[SparseVector]:
         """Cleaned lexical weights of queries (the same computation as documents)."""
