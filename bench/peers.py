@@ -35,12 +35,11 @@ import subprocess
 import sys
 import sysconfig
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import http_load
 from bench.common import BENCH_DIR, ROOT, SCIFACT, Proc, env_int, ragindex, run_proc, save_section
+from bench.http_load import load as _load
 
 PEERS_VENV = Path(os.environ.get("BENCH_PEERS_VENV", "/work/venvs/peers"))
 REQUIREMENTS = ROOT / "bench" / "peers-requirements.txt"
@@ -163,19 +162,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-async def _load(
-    url: str,
-    headers: dict[str, str],
-    bodies: list[dict[str, Any]],
-    clients: int,
-    seconds: float,
-    *,
-    prepare: Callable[[str], dict[str, Any]] | None = None,
-) -> Any:
-    """``clients`` connections posting ``bodies`` for ``seconds`` (:func:`bench.http_load.load`)."""
-    return await http_load.load(url, headers, bodies, clients, seconds, prepare=prepare)
 
 
 def _wait(url: str, proc: subprocess.Popen[bytes], limit_s: float = 600) -> None:
