@@ -2,7 +2,7 @@
 
 With search processes (``RAGINDEX_SEARCH_PROCESSES``), the service process is the one process every search passes
 through, and FastAPI's handling of a search request (routing, the dependencies, the body's JSON decode and its
-validation) was ~60% of its GIL-held time a search (docs/service.md, "The read path (issue 27)").
+validation) was ~68% of its GIL-held time a search (docs/service.md, "The read path (issue 27)").
 :class:`SearchFastPath` sits inside the service's own middleware (after the key check and the body limit) and
 hands a search's body, as received, to a search process (:class:`~ragindex.service.search_pool.SearchBody`), which
 decodes and validates it with the route's model and runs it. Only an answer comes back this way: a body the search
