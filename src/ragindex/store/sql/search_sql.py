@@ -34,6 +34,10 @@ class SearchSql(TextQueries):
         self.engine = engine
         self._driver_error: type[Exception] = engine.dialect.loaded_dbapi.Error
 
+    def rows(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        """The rows of any plain SQL ``sql`` (placeholders: ``self.texts.mark``) on this pool, as plain tuples."""
+        return self._read(sql, params)
+
     def _read(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
         conn = self.engine.raw_connection()  # the pool's checkout (pre-ping where configured) and reset on close
         try:
