@@ -167,7 +167,7 @@ def build_dense_encoder(settings: Settings, model: str | None = None) -> DenseEn
         model or dense.dense_model,
         device=dense.dense_device,
         precision="auto" if int8 else dense.dense_precision,
-        batch_size=dense.embed_batch_size,
+        batch_size=dense.dense_batch_size,
         **_local_runtime(settings.runtime),
         languages=dense.dense_scripts,
         query_prompt=dense.dense_query_prompt,

@@ -61,7 +61,7 @@ class SentenceTransformerDenseEncoder(PrecisionCacheKey):
         *,
         device: str = "cpu",
         precision: str = "auto",
-        batch_size: int = 64,
+        batch_size: int = 32,
         offline: bool = True,
         threads: int | None = None,
         languages: Iterable[Script] | None = None,
