@@ -66,6 +66,8 @@ def main(data_dir: str, rounds: str = "2") -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        raise SystemExit("usage: python -m bench.forward_passes DATA_DIR [ROUNDS]")
     if sys.argv[1] == "--child":
         child(*sys.argv[2:])
     else:

@@ -1,7 +1,8 @@
 """The local torch dense model runs an encoder batch in forward passes of ``RAGINDEX_DENSE_BATCH_SIZE`` texts.
 
 The ingest's batch (``RAGINDEX_EMBED_BATCH_SIZE`` chunks per claim, encode and index write) and the model's forward
-pass are two sizes: passes of 32 inside batches of 64 took 13% less time than passes of 64 (docs/benchmarks.md).
+pass are two sizes: with passes of 32 inside batches of 64, cold ingests took ~20% less time than with passes of 64
+(docs/explanation/performance.md).
 Counted with a forward hook on the real model.
 """
 
