@@ -2,8 +2,7 @@
 
 The ingest's batch (``RAGINDEX_EMBED_BATCH_SIZE`` chunks per claim, encode and index write) and the model's forward
 pass are two sizes: with passes of 32 inside batches of 64, cold ingests took ~20% less time than with passes of 64
-(docs/explanation/performance.md).
-Counted with a forward hook on the real model.
+(docs/explanation/performance.md). Counted with a forward hook on the real model.
 """
 
 from __future__ import annotations

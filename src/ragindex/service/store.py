@@ -251,8 +251,10 @@ class SqlServiceStore(SqlCore):
         sql = f"SELECT key_id, user_id, is_admin FROM api_keys WHERE key_hash = {mark} AND revoked_at IS NULL"
         with self._errors():
             found = reads.rows(sql, (key_hash,))
-        row = found[0] if found else None
-        return None if row is None else (str(row[0]), int(row[1]), bool(row[2]))
+        if not found:
+            return None
+        key_id, user_id, admin = found[0]
+        return str(key_id), int(user_id), bool(admin)
 
     def list_api_keys(self, *, user_id: int | None = None) -> list[ApiKeyRow]:
         """See :meth:`ApiKeyStore.list_api_keys`."""
