@@ -130,6 +130,19 @@ class SerialIndex:
         return on_index_thread
 
 
+def reads_of(index: VectorIndex) -> VectorIndex:
+    """The index a search may call from any thread.
+
+    The index inside ``index`` if it is a :class:`SerialIndex` whose index says its reads need no index thread
+    (``reads_from_any_thread``: Qdrant Edge), else ``index``. A search sent to the index thread waits for the calls
+    queued there (an ingest's writes) and costs two thread hand-offs under the GIL; the search processes' reads skip
+    both (docs/service.md, "Reads off the index thread").
+    """
+    if isinstance(index, SerialIndex) and getattr(index.inner, "reads_from_any_thread", False):
+        return index.inner
+    return index
+
+
 class BatchingQueryEncoder(DenseEncoderWrapper):
     """A :class:`DenseEncoder` whose query side batches concurrent callers into one forward pass.
 

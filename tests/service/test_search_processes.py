@@ -9,6 +9,7 @@ the service process answers them, and the scores the processes observed reaching
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -175,6 +176,28 @@ def test_the_index_server_serves_reads_only(pooled: tuple[Service, httpx.Client]
         assert status == "error" and "delete_points" in message
     finally:
         remote.close()
+
+
+def test_a_search_process_reads_the_index_while_the_index_thread_is_busy(pooled: tuple[Service, httpx.Client]) -> None:
+    """A search process's index read runs on its connection's thread in the service, not behind queued writes."""
+    service, client = pooled
+    busy, release = threading.Event(), threading.Event()
+
+    def long_write() -> None:  # an ingest's writes queued on the index thread, or an optimize
+        busy.set()
+        release.wait(60)
+
+    held = service.state.engine.index_thread.submit(long_write)
+    try:
+        assert busy.wait(10)
+        pool = _pool(service)
+        searches = pool.searches
+        answer = _search(client, "honey harvest", mode="dense")
+        assert answer.status_code == 200 and answer.json()["hits"][0]["key"] == "bees"
+        assert pool.searches == searches + 1 and not held.done()
+    finally:
+        release.set()
+        held.result(10)
 
 
 def test_a_search_body_goes_to_a_search_process_as_received(pooled: tuple[Service, httpx.Client]) -> None:

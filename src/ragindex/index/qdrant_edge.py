@@ -49,6 +49,14 @@ class QdrantEdgeIndex(QdrantSearch):
 
     backend = "edge"
 
+    reads_from_any_thread = True
+    """A search may run on any thread, beside the thread that writes (:func:`ragindex.threads.reads_of`).
+
+    Every Edge call holds the GIL for its whole duration, so a read never overlaps a write of another thread; the
+    shard map is guarded by the index's lock; a shard closed or dropped between the lookup and the query raises
+    :class:`IndexBackendError` (Edge's ``Shard is not initialized``).
+    """
+
     def __init__(self, root: Path, ownership: IndexOwnership | None = None) -> None:
         import qdrant_edge  # heavy native module: imported only when the embedded index is used
 
