@@ -83,13 +83,14 @@ def test_edge_reads_beside_writes_and_a_drop_answer_or_fail_cleanly(tmp_path: Pa
     rng = np.random.default_rng(11)
     writer.upsert_dense("c", 0, _points(rng, 0, 50))
     query = VectorQuery(VectorKind.DENSE, dense=_unit(np.random.default_rng(5), 1)[0])
-    stop, outcomes, unexpected = threading.Event(), Counter[str](), list[BaseException]()
+    stop, answered, outcomes, unexpected = threading.Event(), threading.Event(), Counter[str](), list[BaseException]()
 
     def read() -> None:
         while not stop.is_set():
             try:
                 hits = reader.search("c", 0, query, TENANT, limit=5)
                 outcomes["answered" if hits else "empty"] += 1
+                answered.set()
             except IndexBackendError:  # a shard closed between its lookup and the query
                 outcomes["failed"] += 1
             except BaseException as exc:  # anything else is the defect this test looks for
@@ -99,6 +100,7 @@ def test_edge_reads_beside_writes_and_a_drop_answer_or_fail_cleanly(tmp_path: Pa
     reading = threading.Thread(target=read)
     reading.start()
     try:
+        assert answered.wait(30)
         for round_ in range(1, 16):
             fresh = _points(rng, round_ * 1000, 50)
             writer.upsert_dense("c", 0, fresh)
@@ -112,7 +114,6 @@ def test_edge_reads_beside_writes_and_a_drop_answer_or_fail_cleanly(tmp_path: Pa
         thread.shutdown()
     try:
         assert not unexpected, unexpected
-        assert outcomes["answered"] > 0
         assert len(reader.search("c", 0, query, TENANT, limit=50)) == 10  # the last re-created collection, whole
     finally:
         edge.close()
