@@ -29,6 +29,10 @@ class _Connection:
 
     async def post(self, request: bytes) -> int:
         """Send ``request`` (bytes of a whole request); return the answer's status once its body is read."""
+        return (await self.exchange(request))[0]
+
+    async def exchange(self, request: bytes) -> tuple[int, bytes]:
+        """Send ``request`` (bytes of a whole request); return the answer's status and body."""
         if self.writer is None:
             self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
         assert self.reader is not None
@@ -39,14 +43,16 @@ class _Connection:
         fields = dict(line.split(b":", 1) for line in lines[1:] if b":" in line)
         fields = {name.strip().lower(): value.strip().lower() for name, value in fields.items()}
         if fields.get(b"transfer-encoding") == b"chunked":
+            parts = []
             while size := int((await self.reader.readuntil(b"\r\n")).strip().split(b";")[0], 16):
-                await self.reader.readexactly(size + 2)
+                parts.append((await self.reader.readexactly(size + 2))[:-2])
             await self.reader.readuntil(b"\r\n")
+            body = b"".join(parts)
         else:
-            await self.reader.readexactly(int(fields.get(b"content-length", b"0")))
+            body = await self.reader.readexactly(int(fields.get(b"content-length", b"0")))
         if fields.get(b"connection") == b"close":
             self.close()
-        return status
+        return status, body
 
     def close(self) -> None:
         if self.writer is not None:

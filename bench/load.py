@@ -1,13 +1,17 @@
 """Load test of the HTTP service: ``python -m bench.load [--seconds 60] [--clients 32] [--max-uploads 6]``.
 
 Starts ``ragindex serve`` on a free loopback port in a child process over a scratch data dir,
-ingests a small SciFact corpus through the API, then runs C concurrent clients (one
-``httpx.AsyncClient``) for S seconds. Each client loops: mostly ``POST /v1/search`` with SciFact
-queries, and now and then (bounded by ``--max-uploads``, one upload in flight at a time) an upload
-of new records, each of which runs an ingest job. Reports throughput, latency percentiles per
-request type, errors, and search latency while an ingest job was running vs while none was.
-Loopback only; the server process is stopped at the end. The server's CPU includes its search processes
-(``RAGINDEX_SEARCH_PROCESSES``); ``--data-dir`` keeps the data dir (its corpus ingested once) for A/B runs.
+ingests a small SciFact corpus through the API, then runs C concurrent clients for S seconds. Each
+client loops: mostly ``POST /v1/search`` with SciFact queries, and now and then (bounded by
+``--max-uploads``, one upload in flight at a time) an upload of new records, each of which runs an
+ingest job. Searches go over the light keep-alive connections of :mod:`bench.http_load` (~0.1 ms of
+CPU a request): one ``httpx.AsyncClient`` took ~0.3-0.4 of the machine's two cores and stalled all its
+requests at once when starved of CPU, so the tails were partly its own (docs/service.md, "Reads off the
+index thread"); ``--httpx-searches`` sends them through httpx as before. Uploads always use httpx.
+Reports throughput, latency percentiles per request type, errors, and search latency while an ingest
+job was running vs while none was. Loopback only; the server process is stopped at the end. The
+server's CPU includes its search processes (``RAGINDEX_SEARCH_PROCESSES``); ``--data-dir`` keeps the
+data dir (its corpus ingested once) for A/B runs.
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 
+from bench.http_load import _Connection, json_post
 from ragindex.testing.processes import descendants
 
 SCIFACT = Path(os.environ.get("BENCH_SCIFACT", "/work/shared/data/beir/scifact"))
@@ -129,8 +135,43 @@ async def _upload(client: httpx.AsyncClient, name: str, data: bytes) -> httpx.Re
     return await client.post("/v1/sets/1/documents", files=[("files", (name, data))])
 
 
+async def _search(
+    client: httpx.AsyncClient, light: _Connection | None, body: dict[str, Any]
+) -> tuple[int, dict[str, float] | None]:
+    """POST one search (through ``light`` unless it is None); its status and the server's ``latency_ms``."""
+    if light is None:
+        response = await client.post("/v1/search", json=body)
+        ok = response.status_code == 200
+        return response.status_code, response.json()["latency_ms"] if ok else None
+    url = f"{client.base_url}".rstrip("/") + "/v1/search"
+    headers = {"Authorization": client.headers["Authorization"]}
+    try:
+        status, data = await light.exchange(json_post(url, headers, body))
+    except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
+        light.close()
+        raise httpx.TransportError(f"{type(exc).__name__}: {exc}") from exc
+    return status, orjson.loads(data)["latency_ms"] if status == 200 else None
+
+
 async def _client_loop(
     client: httpx.AsyncClient, run: Run, rng: random.Random, queries: list[str], deadline: float, args: Any
+) -> None:
+    light = None if args.httpx_searches else _Connection(client.base_url.host, client.base_url.port or 80)
+    try:
+        await _client_requests(client, light, run, rng, queries, deadline, args)
+    finally:
+        if light is not None:
+            light.close()
+
+
+async def _client_requests(
+    client: httpx.AsyncClient,
+    light: _Connection | None,
+    run: Run,
+    rng: random.Random,
+    queries: list[str],
+    deadline: float,
+    args: Any,
 ) -> None:
     next_record = args.corpus
     while time.perf_counter() < deadline:
@@ -144,16 +185,15 @@ async def _client_loop(
         try:
             if kind == "search":
                 body = {"query": rng.choice(queries), "set_id": 1, "top_k": 10, "mode": args.mode}
-                response = await client.post("/v1/search", json=body)
-                if response.status_code == 200:
-                    server_ms = response.json()["latency_ms"]
+                status, server_ms = await _search(client, light, body)
+                if server_ms is not None:
                     run.server_ms.append(server_ms)
             else:
                 start = next_record + (args.max_uploads - run.uploads_left - 1) * args.upload_records
                 response = await _upload(client, f"batch-{start}.jsonl", _records(start, args.upload_records))
                 if response.status_code == 202:
                     run.jobs.append(response.json()["job_id"])
-            status = response.status_code
+                status = response.status_code
         except httpx.HTTPError as exc:
             status = 0
             run.errors[f"{kind}:{type(exc).__name__}"] = run.errors.get(f"{kind}:{type(exc).__name__}", 0) + 1
@@ -352,6 +392,9 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=None, help="Keep the data dir here (corpus ingested once)")
     parser.add_argument(
         "--samples", type=Path, default=None, help="Write every request (start, seconds, status, server phases) here"
+    )
+    parser.add_argument(
+        "--httpx-searches", action="store_true", help="Send searches through httpx (the figures before 2026-12-08)"
     )
     args = parser.parse_args()
     result = asyncio.run(main_async(args))
