@@ -177,9 +177,11 @@ def test_an_ingest_calibrates_a_large_enough_set_and_again_when_it_changed_by_ha
     with Engine(settings) as engine:
         engine.ingest([_records(tmp_path / "few.jsonl", CHINESE[:5])])
         assert engine.store.fusion_calibration(1, 1) is None  # below the minimum
-        engine.ingest([_records(first, CHINESE[:10])])
+        report = engine.ingest([_records(first, CHINESE[:10])])
         made = engine.store.fusion_calibration(1, 1)
         assert made is not None and made.documents == 15  # few.jsonl's 5 and a.jsonl's 10
+        calibrating = report.stage_ms["calibration"]  # the pseudo-query searches count in the ingest's time
+        assert calibrating > 0 and report.duration_ms >= sum(report.stage_ms.values())
         engine.ingest([first])  # unchanged: no new calibration
         assert engine.store.fusion_calibration(1, 1) == made
         engine.ingest([_records(second, CHINESE[10:])])  # 15 -> 25 documents
@@ -187,5 +189,5 @@ def test_an_ingest_calibrates_a_large_enough_set_and_again_when_it_changed_by_ha
         assert again is not None and again.documents == 25 and again.created_at >= made.created_at
     off = Settings(_env_file=None, data_dir=tmp_path / "off", fusion_calibration=False)
     with Engine(off) as engine:
-        engine.ingest([first, second])
-        assert engine.store.fusion_calibration(1, 1) is None
+        report = engine.ingest([first, second])
+        assert engine.store.fusion_calibration(1, 1) is None and "calibration" not in report.stage_ms
