@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 
-class _Connection:
+class Connection:
     """One keep-alive connection: a request written, its answer read whole."""
 
     def __init__(self, host: str, port: int) -> None:
@@ -94,7 +94,7 @@ async def load(
 
     async def loop(offset: int) -> None:
         nonlocal errors
-        connection = _Connection(host, port)
+        connection = Connection(host, port)
         i = offset
         try:
             while time.perf_counter() < deadline:

@@ -36,7 +36,7 @@ from typing import Any
 import httpx
 import orjson
 
-from bench.http_load import _Connection, json_post
+from bench.http_load import Connection, json_post
 from ragindex.testing.processes import descendants
 
 SCIFACT = Path(os.environ.get("BENCH_SCIFACT", "/work/shared/data/beir/scifact"))
@@ -136,7 +136,7 @@ async def _upload(client: httpx.AsyncClient, name: str, data: bytes) -> httpx.Re
 
 
 async def _search(
-    client: httpx.AsyncClient, light: _Connection | None, body: dict[str, Any]
+    client: httpx.AsyncClient, light: Connection | None, body: dict[str, Any]
 ) -> tuple[int, dict[str, float] | None]:
     """POST one search (through ``light`` unless it is None); its status and the server's ``latency_ms``."""
     if light is None:
@@ -156,7 +156,7 @@ async def _search(
 async def _client_loop(
     client: httpx.AsyncClient, run: Run, rng: random.Random, queries: list[str], deadline: float, args: Any
 ) -> None:
-    light = None if args.httpx_searches else _Connection(client.base_url.host, client.base_url.port or 80)
+    light = None if args.httpx_searches else Connection(client.base_url.host, client.base_url.port or 80)
     try:
         await _client_requests(client, light, run, rng, queries, deadline, args)
     finally:
@@ -166,7 +166,7 @@ async def _client_loop(
 
 async def _client_requests(
     client: httpx.AsyncClient,
-    light: _Connection | None,
+    light: Connection | None,
     run: Run,
     rng: random.Random,
     queries: list[str],
@@ -394,7 +394,9 @@ def main() -> None:
         "--samples", type=Path, default=None, help="Write every request (start, seconds, status, server phases) here"
     )
     parser.add_argument(
-        "--httpx-searches", action="store_true", help="Send searches through httpx (the figures before 2026-12-08)"
+        "--httpx-searches",
+        action="store_true",
+        help="Send searches through httpx (as bench.load did before 2026-12-07 22:40 UTC)",
     )
     args = parser.parse_args()
     result = asyncio.run(main_async(args))
