@@ -177,3 +177,9 @@ def save_section(name: str, payload: dict[str, Any]) -> None:
     results.setdefault("sections", {})[name] = {"date": now(), "machine": info, **payload}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2, sort_keys=False) + "\n")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux /proc), in seconds; OSError once it has ended."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -36,6 +36,7 @@ from typing import Any
 import httpx
 import orjson
 
+from bench.common import cpu_seconds
 from bench.http_load import Connection, json_post
 from ragindex.testing.processes import descendants
 
@@ -62,18 +63,12 @@ class Run:
     upload_in_flight: bool = False
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process (Linux /proc), in seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _tree_cpu_seconds(pid: int) -> float:
     """CPU of the descendants of ``pid`` (not its own)."""
     total = 0.0
     for kid in descendants(pid):
         try:
-            total += _cpu_seconds(kid)
+            total += cpu_seconds(kid)
         except OSError:  # ended meanwhile
             continue
     return total
@@ -260,9 +255,9 @@ async def main_async(args: Any) -> dict[str, Any]:
             deadline = time.perf_counter() + args.seconds
             rng = random.Random(7)
             load_started = time.time()
-            cpu_before, load_before = _cpu_seconds(proc.pid), os.getloadavg()[0]
+            cpu_before, load_before = cpu_seconds(proc.pid), os.getloadavg()[0]
             kids_before = _tree_cpu_seconds(proc.pid)
-            client_before = _cpu_seconds(os.getpid())
+            client_before = cpu_seconds(os.getpid())
             await asyncio.gather(
                 *(
                     _client_loop(client, run, random.Random(rng.random()), queries, deadline, args)
@@ -270,9 +265,9 @@ async def main_async(args: Any) -> dict[str, Any]:
                 )
             )
             elapsed = time.time() - load_started
-            owner_cpu = _cpu_seconds(proc.pid) - cpu_before
+            owner_cpu = cpu_seconds(proc.pid) - cpu_before
             server_cpu = owner_cpu + _tree_cpu_seconds(proc.pid) - kids_before
-            client_cpu = _cpu_seconds(os.getpid()) - client_before
+            client_cpu = cpu_seconds(os.getpid()) - client_before
             load_avg = (load_before + os.getloadavg()[0]) / 2
             jobs = [await _wait_job(client, j) for j in run.jobs]
             metrics = (await client.get("/metrics")).text

@@ -22,21 +22,18 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from bench.common import SCIFACT
+from bench.common import SCIFACT, cpu_seconds
 from bench.http_load import load
 from bench.peers import RAGINDEX_BIN, _client_model, _free_port, _stop
 from ragindex.testing.processes import descendants
 
-CLOCK = os.sysconf("SC_CLK_TCK")
-
 
 def _cpu_s(pid: int) -> float:
-    """User + system seconds of one process (0 if it is gone)."""
+    """:func:`bench.common.cpu_seconds`, 0 for a process that has ended."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return cpu_seconds(pid)
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / CLOCK
 
 
 def _idle() -> tuple[int, int]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -83,16 +82,15 @@ def test_edge_reads_beside_writes_and_a_drop_answer_or_fail_cleanly(tmp_path: Pa
     rng = np.random.default_rng(11)
     writer.upsert_dense("c", 0, _points(rng, 0, 50))
     query = VectorQuery(VectorKind.DENSE, dense=_unit(np.random.default_rng(5), 1)[0])
-    stop, answered, outcomes, unexpected = threading.Event(), threading.Event(), Counter[str](), list[BaseException]()
+    stop, answered, unexpected = threading.Event(), threading.Event(), list[BaseException]()
 
     def read() -> None:
         while not stop.is_set():
             try:
-                hits = reader.search("c", 0, query, TENANT, limit=5)
-                outcomes["answered" if hits else "empty"] += 1
-                answered.set()
-            except IndexBackendError:  # a shard closed between its lookup and the query
-                outcomes["failed"] += 1
+                if reader.search("c", 0, query, TENANT, limit=5):
+                    answered.set()
+            except IndexBackendError:  # a shard closed between its lookup and the query: the search is retried
+                continue
             except BaseException as exc:  # anything else is the defect this test looks for
                 unexpected.append(exc)
                 return
